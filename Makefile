@@ -1,0 +1,39 @@
+# One task runner for the course: demo, test, lab, lint, release.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test lab lint release bench clean
+
+# (Re)create the virtual environment when it is missing or older than pyproject.toml.
+$(STAMP): pyproject.toml
+	bash scripts/install-system-deps.sh
+	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/jupyter labextension list 2>&1 | grep -q nbgrader || true
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/specdec-course demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/specdec-course lab
+
+lint: $(STAMP)
+	$(BIN)/ruff check autograder specdec_reference tests benchmarks
+	$(BIN)/ruff format --check autograder specdec_reference tests benchmarks
+
+release: $(STAMP)
+	$(BIN)/specdec-course release --all
+
+bench: $(STAMP)
+	$(BIN)/python -m specdec_reference.bench
+	$(BIN)/python benchmarks/grade_throughput.py
+
+clean:
+	rm -rf $(VENV) .demo .scratch reports autograded feedback submitted gradebook.db

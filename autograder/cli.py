@@ -1,0 +1,141 @@
+"""``specdec-course``: parse arguments, call the verb, print, set the exit code.
+
+Exit codes: 0 success (whatever the submissions did), 1 a refused release,
+2 the instructor's error (unknown assignment, no submissions, unreadable course).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from pathlib import Path
+
+from autograder.course import UsageError
+
+
+def _default(fn, name):
+    return inspect.signature(fn).parameters[name].default
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from autograder.grade import grade
+
+    parser = argparse.ArgumentParser(
+        prog="specdec-course",
+        description="Release and grade the chapter E7 (speculative decoding) assignments.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("release", help="generate release/ from source/, refusing a bad release")
+    p.add_argument("assignment", nargs="?")
+    p.add_argument("--all", action="store_true", help="every assignment in source/")
+    p.add_argument("--course", type=Path, help="course root (default: current directory)")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip autograding the source (full marks) and the release (zero)")
+
+    p = sub.add_parser("grade", help="autograde a folder or zip of submissions")
+    p.add_argument("assignment")
+    p.add_argument("--submissions", type=Path, required=True,
+                   help="folder of <student>.ipynb, folder of <student>/<any>.ipynb, or a zip")
+    p.add_argument("--workers", type=int, default=_default(grade, "workers"),
+                   help="worker processes (default: number of CPUs)")
+    p.add_argument("--course", type=Path, help="course root (default: current directory)")
+    p.add_argument("--timeout", type=float, default=_default(grade, "timeout"),
+                   help="seconds per cell (default: the course's Execute.timeout)")
+    p.add_argument("--notebook-timeout", type=float, default=_default(grade, "notebook_timeout"),
+                   help="seconds per notebook (default: %(default)s)")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run learner code WITHOUT the sandbox (only for code you trust)")
+    p.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+
+    p = sub.add_parser("feedback", help="write one HTML feedback page per student")
+    p.add_argument("assignment")
+    p.add_argument("--student")
+    p.add_argument("--course", type=Path)
+
+    p = sub.add_parser("report", help="write reports/<assignment>/report.html")
+    p.add_argument("assignment")
+    p.add_argument("--course", type=Path)
+
+    p = sub.add_parser("demo", help="release, grade the sample submissions, write feedback and report")
+    p.add_argument("--course", type=Path, help="the repository (default: this checkout)")
+    p.add_argument("--workers", type=int, default=None)
+
+    p = sub.add_parser("lab", help="open JupyterLab on release/ (learner view, with Validate)")
+    p.add_argument("--course", type=Path)
+    p.add_argument("--port", type=int)
+    p.add_argument("--no-browser", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: finished submissions are recorded; run the same command again to "
+              "grade the rest", file=sys.stderr)
+        return 130
+
+
+def _dispatch(args) -> int:
+    from autograder.course import find_course
+
+    if args.command == "release":
+        from autograder.release import ReleaseError, release
+
+        try:
+            reports = release(args.assignment, course=args.course, all=args.all,
+                              check=not args.no_check)
+        except ReleaseError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        for r in reports:
+            checks = ""
+            for nb, (score, total) in r.source_scores.items():
+                blank = r.release_scores.get(nb, (0, total))[0]
+                checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
+            for path in r.notebooks:
+                print(f"released {path.relative_to(find_course(args.course))}{checks}")
+        return 0
+    if args.command == "grade":
+        from autograder.grade import grade
+        from autograder.progress import ProgressPrinter, print_summary
+
+        with ProgressPrinter() as progress:
+            result = grade(args.assignment, submissions=args.submissions, course=args.course,
+                           workers=args.workers, timeout=args.timeout,
+                           notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
+                           force=args.force, progress=progress)
+        print_summary(result)
+        return 0
+    if args.command == "feedback":
+        from autograder.feedback import feedback
+
+        paths = feedback(args.assignment, course=find_course(args.course), student=args.student)
+        for path in paths:
+            print(path)
+        return 0
+    if args.command == "report":
+        from autograder.report import report
+
+        print(report(args.assignment, course=find_course(args.course)))
+        return 0
+    if args.command == "demo":
+        from autograder.demo import demo
+
+        return demo(repo=args.course, workers=args.workers)
+    if args.command == "lab":
+        from autograder.lab import lab
+
+        return lab(course=find_course(args.course), port=args.port,
+                   open_browser=not args.no_browser)
+    raise AssertionError(args.command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""The nbgrader course directory: where it is, its configuration, its assignments."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+class UsageError(Exception):
+    """An instructor's error (unknown assignment, no submissions, unreadable course).
+
+    The CLI prints the message and exits with status 2; nothing is graded.
+    """
+
+
+def find_course(course: Path | str | None = None) -> Path:
+    """Return the course root: ``course`` if given, else the current directory.
+
+    The root must hold ``nbgrader_config.py`` and a ``source/`` folder.
+    """
+    root = Path(course) if course is not None else Path.cwd()
+    root = root.resolve()
+    if not (root / CONFIG_FILE).is_file():
+        hint = "" if course is not None else " (run from the course root or pass --course DIR)"
+        raise UsageError(f"{root} is not an nbgrader course: no {CONFIG_FILE}{hint}")
+    if not (root / "source").is_dir():
+        raise UsageError(f"{root} has no source/ folder of assignments")
+    if not os.access(root, os.R_OK | os.W_OK | os.X_OK):
+        raise UsageError(f"course directory {root} is not readable and writable")
+    return root
+
+
+def load_config(course: Path) -> Config:
+    """Load the course's ``nbgrader_config.py`` as a traitlets ``Config``."""
+    try:
+        config = PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config()
+    except Exception as exc:  # a syntax error in the instructor's config file
+        raise UsageError(f"cannot read {course / CONFIG_FILE}: {exc}") from exc
+    config.CourseDirectory.root = str(course)
+    return config
+
+
+def db_url(course: Path, config: Config) -> str:
+    """The gradebook URL: ``CourseDirectory.db_url`` if configured, else ``gradebook.db``."""
+    url = config.CourseDirectory.get("db_url")
+    return str(url) if url else f"sqlite:///{course / 'gradebook.db'}"
+
+
+def assignments(course: Path) -> list[str]:
+    """Names of the assignments in ``source/``, sorted."""
+    return sorted(
+        p.name for p in (course / "source").iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
+
+
+def notebooks(course: Path, assignment: str) -> list[str]:
+    """Names (without ``.ipynb``) of the assignment's source notebooks, sorted."""
+    folder = course / "source" / assignment
+    if not folder.is_dir():
+        known = ", ".join(assignments(course)) or "none"
+        raise UsageError(f"unknown assignment {assignment!r} (known: {known})")
+    names = sorted(p.stem for p in folder.glob("*.ipynb"))
+    if not names:
+        raise UsageError(f"assignment {assignment!r} has no notebooks in {folder}")
+    return names
+
+
+def scratch_dir(course: Path) -> Path:
+    """The course's ignored scratch folder (templates, generated checks)."""
+    path = course / ".scratch"
+    path.mkdir(exist_ok=True)
+    return path

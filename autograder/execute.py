@@ -1,0 +1,153 @@
+"""nbgrader's ``Execute`` preprocessor, hardened for untrusted notebooks.
+
+Plain nbgrader trusts the kernel: a submission that floods output can exhaust the
+grader's memory, a loop that ignores interrupts makes every later cell wait out its
+timeout, and a kernel that exits early (``os._exit``) aborts the notebook.  Worse, a
+test cell that never ran has no error output, which nbgrader scores as a pass.
+
+``GuardedExecute`` keeps nbgrader's behaviour for well-behaved notebooks and adds:
+
+* a byte budget for the outputs of each cell (the rest is dropped and noted);
+* after a cell times out, a liveness check: a kernel that does not answer within
+  ``recovery_timeout`` seconds is killed;
+* a wall-clock deadline for the whole notebook;
+* when the kernel is gone (killed, crashed, exited), every cell not yet run gets an
+  error output, so it scores zero instead of passing silently.
+"""
+
+from __future__ import annotations
+
+import time
+
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.util import run_sync
+from nbformat import NotebookNode
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+from traitlets import Float, Integer
+
+#: Error names the grader itself writes into outputs; the worker maps them to statuses.
+NOT_EXECUTED = "NotExecuted"
+OUTPUT_TRUNCATED_NOTE = "[output truncated by the grader: this cell printed more than {} bytes]"
+
+
+class GuardedExecute(Execute):
+    """Execute a notebook for grading, surviving hostile or broken kernels."""
+
+    max_output_bytes = Integer(
+        200_000, help="Bytes of output kept per cell; the rest is dropped."
+    ).tag(config=True)
+    notebook_timeout = Float(
+        300.0, help="Wall-clock seconds for the whole notebook, kernel start included."
+    ).tag(config=True)
+    recovery_timeout = Float(
+        5.0, help="Seconds a kernel has to answer after a cell timed out before it is killed."
+    ).tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", AsyncKernelManager)
+        super().__init__(*args, **kwargs)
+        self._stop_reason: str | None = None
+        self._deadline = 0.0
+        self._spent: dict[int, int] = {}
+        self.truncated_cells: set[int] = set()
+
+    # -- whole notebook ---------------------------------------------------------------
+    def preprocess(self, nb, resources=None, km=None):
+        self._stop_reason = None
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._spent = {}
+        self.truncated_cells = set()
+        try:
+            return super().preprocess(nb, resources, km=km)
+        except DeadKernelError as exc:  # raised while starting or shutting down
+            self._stop(f"the kernel died ({exc})")
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type == "code" and not cell.get("execution_count"):
+                    self._mark_not_executed(cell)
+            return nb, resources
+
+    # -- one cell -----------------------------------------------------------------------
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._stop_reason is None and time.monotonic() > self._deadline:
+            self._stop(f"the notebook ran longer than {self.notebook_timeout:g} s")
+            self._kill_kernel()
+        if self._stop_reason is not None:
+            self._mark_not_executed(cell)
+            return cell, resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        except CellTimeoutError:
+            # the reply came (an interrupt) but the kernel never went idle, or no reply at all
+            cell.outputs.append(self._error("CellTimeoutError", f"cell {index} did not finish"))
+        except DeadKernelError:
+            self._stop(f"the kernel died while running cell {index}")
+            cell.outputs.append(self._error(
+                "KernelDied",
+                "the kernel stopped while this cell ran (it exited, crashed, or ran out of memory)",
+            ))
+            return cell, resources
+        if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
+            if not self._kernel_answers():
+                self._stop(f"cell {index} timed out and the kernel did not respond to an interrupt")
+                self._kill_kernel()
+        return cell, resources
+
+    # -- output budget --------------------------------------------------------------------
+    def output(self, outs, msg, display_id, cell_index):
+        content = msg.get("content", {})
+        size = len(str(content.get("text", ""))) + sum(
+            len(str(v)) for v in content.get("data", {}).values()
+        ) + sum(len(str(line)) for line in content.get("traceback", []))
+        spent = self._spent.get(cell_index, 0) + size
+        self._spent[cell_index] = spent
+        is_error = msg.get("msg_type") == "error"
+        if spent > self.max_output_bytes and not is_error:
+            if cell_index not in self.truncated_cells:
+                self.truncated_cells.add(cell_index)
+                outs.append(new_output(
+                    "stream", name="stdout",
+                    text=OUTPUT_TRUNCATED_NOTE.format(self.max_output_bytes) + "\n",
+                ))
+            return None
+        return super().output(outs, msg, display_id, cell_index)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _stop(self, reason: str) -> None:
+        if self._stop_reason is None:
+            self._stop_reason = reason
+            self.log.warning("Stopping execution: %s", reason)
+
+    @property
+    def stop_reason(self) -> str | None:
+        return self._stop_reason
+
+    def _kernel_answers(self) -> bool:
+        """True when the kernel replies to a kernel_info request within recovery_timeout."""
+        try:
+            msg_id = self.kc.kernel_info()
+            deadline = time.monotonic() + self.recovery_timeout
+            while time.monotonic() < deadline:
+                reply = run_sync(self.kc.shell_channel.get_msg)(timeout=0.2)
+                if reply.get("parent_header", {}).get("msg_id") == msg_id:
+                    return True
+        except Exception:
+            return False
+        return False
+
+    def _kill_kernel(self) -> None:
+        try:
+            if self.km is not None:
+                run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception as exc:  # already dead
+            self.log.debug("kill kernel: %s", exc)
+
+    def _mark_not_executed(self, cell: NotebookNode) -> None:
+        cell.outputs = [self._error(NOT_EXECUTED, f"not run: {self._stop_reason}")]
+
+    @staticmethod
+    def _error(ename: str, evalue: str) -> NotebookNode:
+        return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])

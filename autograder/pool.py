@@ -1,0 +1,132 @@
+"""Run grading jobs on long-lived worker processes, surviving crashed or hung workers.
+
+Work reaches workers through the ``concurrent.futures.Executor`` interface, so a
+cluster engine with that interface can be plugged in (``executor_factory``); the
+default is a local ``ProcessPoolExecutor`` whose workers import nbgrader once.
+
+A worker that dies (segfault, OOM kill) breaks a process pool for every job in
+flight.  Jobs that were merely in flight are re-run; when the culprit cannot be told
+apart, each suspect is re-run alone, and the one that breaks its worker again is
+reported as failed.  A job that overruns its hard deadline gets its workers killed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from autograder.workers import Job, grade_job
+
+ExecutorFactory = Callable[[int], Executor]
+
+
+def _warm_up() -> None:
+    """Worker initializer: pay nbgrader's import cost once per worker, not per job.
+
+    The worker's own stdout/stderr (and so its kernels') go to /dev/null: everything
+    a job needs to report comes back in its result, and nbgrader's log is captured.
+    """
+    import os
+    import warnings
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    warnings.filterwarnings("ignore")
+    import nbgrader.apps  # noqa: F401
+    import nbgrader.converters  # noqa: F401
+
+    import autograder.execute  # noqa: F401
+
+
+def local_executor(workers: int) -> Executor:
+    """The default executor: ``workers`` spawned processes that import nbgrader once."""
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_warm_up
+    )
+
+
+def run_jobs(
+    jobs: Iterable[Job],
+    *,
+    workers: int,
+    hard_timeout: float,
+    executor_factory: ExecutorFactory = local_executor,
+    fn: Callable[[Job], dict] = grade_job,
+) -> Iterator[tuple[Job, dict]]:
+    """Yield ``(job, result)`` for every job, in completion order, each exactly once."""
+    queue: deque[Job] = deque(jobs)
+    alone: deque[Job] = deque()  # suspects of a crash, to re-run one at a time
+    while queue or alone:
+        solo = not queue
+        source = queue if queue else alone
+        limit = 1 if solo else max(1, workers)
+        executor = executor_factory(limit)
+        in_flight: dict[Future, tuple[Job, float]] = {}
+        broken = False
+        try:
+            while (source or in_flight) and not broken:
+                while source and len(in_flight) < limit:
+                    job = source.popleft()
+                    in_flight[executor.submit(fn, job)] = (job, time.monotonic())
+                done, _ = wait(list(in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
+                for future in done:
+                    job, _started = in_flight.pop(future)
+                    try:
+                        yield job, future.result()
+                    except BrokenProcessPool:
+                        in_flight[future] = (job, _started)
+                        broken = True
+                    except Exception as exc:  # the job function itself raised
+                        yield job, _crashed(job, f"the grading worker raised {exc!r}")
+                overdue = [f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout]
+                if overdue:
+                    for future in overdue:
+                        job, _ = in_flight.pop(future)
+                        yield job, _crashed(
+                            job, f"grading took longer than {hard_timeout:g} s; the worker was killed",
+                            status="timeout",
+                        )
+                    _kill_workers(executor)
+                    broken = True
+            if broken:
+                suspects = [job for job, _ in in_flight.values()]
+                if solo and len(suspects) == 1:
+                    yield suspects[0], _crashed(suspects[0], "the grading worker crashed on this submission")
+                elif solo:
+                    alone.extendleft(reversed(suspects))
+                else:
+                    alone.extend(suspects)
+        finally:
+            _kill_workers(executor) if broken else executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _kill_workers(executor: Executor) -> None:
+    processes = getattr(executor, "_processes", None) or {}
+    for process in list(processes.values()):
+        try:
+            process.kill()
+        except Exception:
+            pass
+    try:
+        executor.shutdown(wait=False, cancel_futures=True)
+    except Exception:
+        pass
+
+
+def _crashed(job: Job, reason: str, status: str = "failed") -> dict:
+    return {
+        "student": job.student,
+        "assignment": job.assignment,
+        "status": status,
+        "reason": reason,
+        "score": 0.0,
+        "max_score": 0.0,
+        "flags": ["worker-crash" if status == "failed" else "worker-killed"],
+        "cells": [],
+        "seconds": 0.0,
+    }

@@ -1,0 +1,215 @@
+"""``specdec-course release``: generate learner notebooks, and refuse a bad release.
+
+The release is generated with nbgrader's ``generate_assignment`` into a staging
+folder, checked, and only then copied to ``release/<assignment>/``.  It is refused
+(nothing in ``release/`` changes) when:
+
+* anything leaks: solution or hidden-test markers, ``specdec_reference``, or a line of
+  solution code, or any file other than notebooks;
+* the source notebook does not autograde to full marks;
+* the release notebook does not autograde to zero on every graded cell.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.course import UsageError, assignments, find_course, load_config, scratch_dir
+
+#: Text that must never reach learners.
+FORBIDDEN = (
+    "BEGIN SOLUTION",
+    "END SOLUTION",
+    "BEGIN HIDDEN TESTS",
+    "END HIDDEN TESTS",
+    "specdec_reference",
+)
+#: Solution lines shorter than this are too generic to count as a leak (``return x``).
+MIN_LEAK_LINE = 24
+
+
+class ReleaseError(Exception):
+    """The release was refused; the message lists every reason."""
+
+
+@dataclass
+class ReleaseReport:
+    assignment: str
+    notebooks: list[Path] = field(default_factory=list)
+    source_scores: dict[str, tuple[float, float]] = field(default_factory=dict)
+    release_scores: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def release(
+    assignment: str | None = None,
+    *,
+    course: Path | str | None = None,
+    all: bool = False,  # noqa: A002  (mirrors the CLI's --all)
+    check: bool = True,
+    sandbox: bool | None = None,
+) -> list[ReleaseReport]:
+    """Generate ``release/`` for one assignment (or ``all``), refusing a bad one.
+
+    ``check`` autogrades the source and the release to prove full marks and zero.
+    ``sandbox`` runs those checks in the sandbox (default: when it can run here).
+    """
+    root = find_course(course)
+    if all:
+        targets = assignments(root)
+    elif assignment:
+        targets = [assignment]
+    else:
+        raise UsageError("name an assignment or pass --all")
+    return [_release_one(root, name, check=check, sandbox=sandbox) for name in targets]
+
+
+def _release_one(root: Path, assignment: str, *, check: bool, sandbox: bool | None) -> ReleaseReport:
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    if not (root / "source" / assignment).is_dir():
+        raise UsageError(f"unknown assignment {assignment!r} (known: {', '.join(assignments(root))})")
+    staging = Path(tempfile.mkdtemp(prefix="release-", dir=scratch_dir(root)))
+    try:
+        config = load_config(root)
+        config.CourseDirectory.release_directory = str(staging.relative_to(root))
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        outcome = api.generate_assignment(assignment, force=True, create=True)
+        if not outcome.get("success"):
+            raise ReleaseError(
+                f"nbgrader could not generate {assignment}:\n{outcome.get('log', '')}"
+                f"{outcome.get('error', '')}"
+            )
+        generated = staging / assignment
+        for path in generated.glob("*.ipynb"):
+            _normalize(path)
+        problems = leak_problems(root / "source" / assignment, generated)
+        report = ReleaseReport(assignment)
+        if check and not problems:
+            problems += _self_check(root, assignment, generated, report, sandbox)
+        if problems:
+            raise ReleaseError(
+                f"release of {assignment} refused; release/{assignment} was left unchanged:\n"
+                + "\n".join(f"  - {p}" for p in problems)
+            )
+        target = root / "release" / assignment
+        if target.exists():
+            shutil.rmtree(target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(generated, target)
+        report.notebooks = sorted(target.glob("*.ipynb"))
+        return report
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _normalize(path: Path) -> None:
+    """Strip outputs, execution counts and volatile metadata, so release/ diffs stay clean."""
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k in ("kernelspec", "language_info")}
+    nb.metadata.pop("language_info", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
+            cell.execution_count = None
+        for key in ("execution", "collapsed", "scrolled"):
+            cell.metadata.pop(key, None)
+    nbformat.write(nb, path)
+
+
+def leak_problems(source: Path, release_dir: Path) -> list[str]:
+    """Everything in ``release_dir`` that learners must not see."""
+    problems = []
+    for path in sorted(release_dir.rglob("*")):
+        if path.is_file() and path.suffix != ".ipynb":
+            problems.append(f"{path.name}: only notebooks may be released (solutions could leak)")
+    solution_lines = _solution_lines(source)
+    for path in sorted(release_dir.glob("*.ipynb")):
+        text = path.read_text(encoding="utf-8")
+        nb = nbformat.reads(text, as_version=4)
+        body = "\n".join(cell.source for cell in nb.cells)
+        for word in FORBIDDEN:
+            if word in body:
+                problems.append(f"{path.name}: contains {word!r}")
+        released_lines = {line.strip() for line in body.splitlines()}
+        leaked = sorted(solution_lines & released_lines)
+        for line in leaked[:5]:
+            problems.append(f"{path.name}: solution code leaked: {line!r}")
+    return problems
+
+
+def _solution_lines(source: Path) -> set[str]:
+    """Distinctive lines inside solution blocks that appear nowhere else in the source."""
+    inside, outside = set(), set()
+    block = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
+    for path in source.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            solutions = block.findall(cell.source)
+            rest = block.sub("", cell.source)
+            for chunk in solutions:
+                inside.update(ln.strip() for ln in chunk.splitlines())
+            outside.update(ln.strip() for ln in rest.splitlines())
+    return {
+        ln for ln in inside - outside
+        if len(ln) >= MIN_LEAK_LINE and not ln.startswith("#")
+    }
+
+
+def _self_check(root: Path, assignment: str, generated: Path, report: ReleaseReport,
+                sandbox: bool | None) -> list[str]:
+    """Autograde the source (must get full marks) and the release (must get zero)."""
+    from autograder.grade import build_template, template_test_cells
+    from autograder.pool import run_jobs
+    from autograder.workers import Job
+
+    if sandbox is None:
+        try:
+            from autograder.sandbox import sandbox_problem
+
+            sandbox = sandbox_problem() is None
+        except ImportError:
+            sandbox = False
+    template, _ = build_template(root, assignment)
+    problems = []
+    run_root = Path(tempfile.mkdtemp(prefix="selfcheck-", dir=scratch_dir(root)))
+    try:
+        jobs = []
+        for path in sorted(generated.glob("*.ipynb")):
+            source_nb = root / "source" / assignment / path.name
+            for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
+                jobs.append(Job(assignment=assignment, student=student, notebook=path.stem,
+                                data=nb_path.read_bytes(), template=template, scratch_root=run_root,
+                                sandbox=sandbox))
+        if len({j.notebook for j in jobs}) > 1:
+            raise UsageError("multi-notebook assignments are not supported by the self-check")
+        for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
+            cells = template_test_cells(template, assignment, job.notebook)
+            got = {c["grade_id"]: c for c in result.get("cells", [])}
+            if not got:
+                problems.append(f"{job.student}: could not be graded: {result.get('reason')}")
+                continue
+            score = sum(c["score"] for c in got.values())
+            total = sum(cells.values())
+            if job.student == "source-solution":
+                report.source_scores[job.notebook] = (score, total)
+                for gid in cells:
+                    c = got.get(gid)
+                    if not c or c["score"] < c["max_score"]:
+                        msg = c["message"] if c else "missing"
+                        problems.append(f"source does not pass {gid}: {msg}")
+            else:
+                report.release_scores[job.notebook] = (score, total)
+                for gid in cells:
+                    c = got.get(gid)
+                    if c and c["score"] > 0:
+                        problems.append(f"blank release scores {c['score']:g} on {gid} (must be 0)")
+    finally:
+        shutil.rmtree(run_root, ignore_errors=True)
+    return problems

@@ -1,0 +1,283 @@
+"""Grade one submission in isolation: its own scratch course, its own gradebook.
+
+``grade_job`` runs in a worker process.  It copies the assignment's template (the
+course config, the source notebooks and a gradebook that knows the assignment) into
+a fresh scratch directory, puts the submission in nbgrader's ``submitted/`` layout,
+runs nbgrader's own ``Autograde`` converter through ``NbGraderAPI`` with the guarded
+executor (and the sandbox), then reads the executed notebook back and returns plain
+data.  Only the parent process writes the course's gradebook, feedback and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from autograder.execute import NOT_EXECUTED, OUTPUT_TRUNCATED_NOTE, GuardedExecute
+
+#: Environment variable that marks every process a job starts (kernel and children),
+#: so that the worker can find and kill them whatever they do to their process group.
+JOB_MARKER = "SPECDEC_GRADE_JOB"
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to grade one submission (picklable)."""
+
+    assignment: str
+    student: str
+    notebook: str  #: notebook name without .ipynb
+    data: bytes  #: the submitted notebook's bytes
+    template: Path  #: scratch course template: config, source/, gradebook.db
+    scratch_root: Path  #: where the job's scratch directory is created
+    cell_timeout: float = 30.0
+    notebook_timeout: float = 300.0
+    sandbox: bool = True
+    limits: object | None = None  #: autograder.sandbox.Limits, or None for defaults
+    keep_scratch: bool = False
+
+
+@dataclass
+class CellResult:
+    grade_id: str
+    score: float
+    max_score: float
+    status: str  #: passed | failed | timeout | missing
+    message: str = ""
+    flags: list[str] = field(default_factory=list)
+
+
+def grade_job(job: Job) -> dict:
+    """Grade ``job`` and return its result as a JSON-ready dict (never raises)."""
+    start = time.monotonic()
+    job_dir = Path(tempfile.mkdtemp(prefix=f"job-{job.student[:20]}-", dir=job.scratch_root))
+    marker = f"{os.getpid()}-{job_dir.name}"
+    result: dict = {
+        "student": job.student,
+        "assignment": job.assignment,
+        "status": "failed",
+        "reason": "",
+        "score": 0.0,
+        "max_score": 0.0,
+        "flags": [],
+        "cells": [],
+    }
+    try:
+        _run(job, job_dir, marker, result)
+    except Exception:  # a bug or an nbgrader failure: this submission only
+        result["status"] = "failed"
+        result["reason"] = "the grader failed on this submission: " + traceback.format_exc(limit=3)
+    finally:
+        killed = kill_marked_processes(marker)
+        if killed:
+            result["flags"].append(f"left {killed} process(es) running after grading (killed)")
+        if not job.keep_scratch:
+            shutil.rmtree(job_dir, ignore_errors=True)
+    result["seconds"] = round(time.monotonic() - start, 3)
+    return result
+
+
+def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.course import load_config
+
+    course = job_dir / "course"
+    shutil.copytree(job.template, course)
+    submitted = course / "submitted" / job.student / job.assignment
+    submitted.mkdir(parents=True)
+    (submitted / f"{job.notebook}.ipynb").write_bytes(job.data)
+
+    config = load_config(course)
+    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    config.Execute.timeout = int(job.cell_timeout) or 1
+    config.GuardedExecute.timeout = int(job.cell_timeout) or 1
+    config.GuardedExecute.notebook_timeout = float(job.notebook_timeout)
+    # Only an error fails a test cell here: stderr output (a warning) does not, and a
+    # number a test cell happens to display is not read as partial credit.
+    preprocessors = [GuardedExecute if p.__name__ == "Execute" else p
+                     for p in _default_autograde_preprocessors()]
+    # --- sandbox / integrity hooks (autograder.sandbox, autograder.integrity) ---------------
+    if job.sandbox:
+        from autograder import sandbox
+
+        sandbox.configure(config, job_dir=job_dir, limits=job.limits or sandbox.Limits())
+    try:
+        from autograder import integrity
+
+        preprocessors = _insert_integrity(preprocessors, integrity.preprocessors())
+    except ImportError:
+        integrity = None
+    # ---------------------------------------------------------------------------------------
+    config.Autograde.autograde_preprocessors = preprocessors
+
+    os.environ[JOB_MARKER] = marker
+    try:
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+        outcome = api.autograde(job.assignment, job.student, force=True, create=True)
+    finally:
+        os.environ.pop(JOB_MARKER, None)
+
+    autograded_path = course / "autograded" / job.student / job.assignment / f"{job.notebook}.ipynb"
+    with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
+        notebook = gb.find_notebook(job.notebook, job.assignment)
+        test_cells = [
+            (c.name, float(c.max_score)) for c in notebook.grade_cells
+            if c.cell_type == "code" and not _is_solution(gb, c.name, job.notebook, job.assignment)
+        ]
+        nbgrader_scores = _nbgrader_scores(gb, job)
+
+    if not outcome.get("success") or not autograded_path.exists():
+        log = (outcome.get("log") or "") + (outcome.get("error") or "")
+        result["status"] = "invalid" if _looks_invalid(log) else "failed"
+        result["reason"] = _summarize_failure(log)
+        result["cells"] = [
+            CellResult(gid, 0.0, pts, "failed", f"not graded: {result['reason']}").__dict__
+            for gid, pts in test_cells
+        ]
+        result["max_score"] = sum(p for _, p in test_cells)
+        return
+
+    executed = nbformat.read(autograded_path, as_version=4)
+    cells = score_cells(executed, dict(test_cells), job.cell_timeout)
+    for cell in cells:
+        theirs = nbgrader_scores.get(cell.grade_id)
+        if theirs is not None and theirs > cell.score:
+            cell.flags.append(f"nbgrader would give {theirs:g} (output read as partial credit)")
+    result["cells"] = [c.__dict__ for c in cells]
+    result["score"] = sum(c.score for c in cells)
+    result["max_score"] = sum(c.max_score for c in cells)
+    stopped = [c for c in cells if c.message.startswith("not run:")]
+    if any(c.status == "timeout" for c in cells) or any("longer than" in c.message for c in stopped):
+        result["status"] = "timeout"
+    elif stopped:
+        result["status"] = "failed"
+    else:
+        result["status"] = "graded"
+    reasons = [c.message for c in cells if c.status in ("timeout",)] + [c.message for c in stopped]
+    result["reason"] = reasons[0].removeprefix("not run: ") if reasons else ""
+    if integrity is not None:
+        result["flags"] += integrity.static_flags(nbformat.reads(job.data.decode("utf-8"), 4))
+        result["flags"] += integrity.runtime_flags(executed, {"job_dir": str(job_dir)})
+    result["autograded"] = nbformat.writes(executed)
+
+
+def score_cells(
+    nb: NotebookNode, max_points: dict[str, float], cell_timeout: float | None = None
+) -> list[CellResult]:
+    """Score every autograded test cell of an executed notebook: full points unless it erred.
+
+    Cells listed in ``max_points`` but absent from the notebook score zero (``missing``).
+    """
+    found: dict[str, CellResult] = {}
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        gid = meta.get("grade_id")
+        if gid not in max_points or gid in found or cell.cell_type != "code":
+            continue
+        pts = max_points[gid]
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        flags = []
+        if any(OUTPUT_TRUNCATED_NOTE.split(":")[0] in str(o.get("text", "")) for o in cell.outputs):
+            flags.append("output truncated")
+        if not errors:
+            found[gid] = CellResult(gid, pts, pts, "passed", "", flags)
+            continue
+        timed_out = [e for e in errors if e.get("ename") == "CellTimeoutError"]
+        err = timed_out[0] if timed_out else errors[0]
+        ename, evalue = str(err.get("ename", "Error")), str(err.get("evalue", ""))
+        if ename == "CellTimeoutError":
+            limit = f" ({cell_timeout:g} s)" if cell_timeout else ""
+            status, message = "timeout", f"the cell ran longer than the time limit{limit} and was stopped"
+        elif ename == NOT_EXECUTED:
+            status, message = "failed", evalue
+        else:
+            status, message = "failed", f"{ename}: {evalue}" if evalue else ename
+        found[gid] = CellResult(gid, 0.0, pts, status, message, flags)
+    for gid, pts in max_points.items():
+        found.setdefault(gid, CellResult(gid, 0.0, pts, "missing", "this test cell was not found"))
+    return [found[gid] for gid in max_points]
+
+
+def kill_marked_processes(marker: str) -> int:
+    """SIGKILL every process whose initial environment carries ``JOB_MARKER=marker``."""
+    needle = f"{JOB_MARKER}={marker}".encode()
+    killed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            env = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in env.split(b"\0"):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def _default_autograde_preprocessors() -> list[type]:
+    from nbgrader.converters import Autograde
+
+    return list(Autograde.class_traits()["autograde_preprocessors"].default())
+
+
+def _insert_integrity(preprocessors: list[type], extra: list[type]) -> list[type]:
+    """Put integrity preprocessors around execution: ``before`` ones first, others after."""
+    before = [p for p in extra if getattr(p, "before_execute", False)]
+    after = [p for p in extra if not getattr(p, "before_execute", False)]
+    i = preprocessors.index(GuardedExecute)
+    return preprocessors[:i] + before + [GuardedExecute] + after + preprocessors[i + 1 :]
+
+
+def _is_solution(gb, name: str, notebook: str, assignment: str) -> bool:
+    from nbgrader.api import MissingEntry
+
+    try:
+        gb.find_solution_cell(name, notebook, assignment)
+        return True
+    except MissingEntry:
+        return False
+
+
+def _nbgrader_scores(gb, job: Job) -> dict[str, float]:
+    try:
+        sub = gb.find_submission_notebook(job.notebook, job.assignment, job.student)
+    except Exception:
+        return {}
+    return {g.name: float(g.auto_score) for g in sub.grades if g.auto_score is not None}
+
+
+_INVALID_HINTS = ("NotJSONError", "JSONDecodeError", "ValidationError", "MissingEntry",
+                  "Notebook does not appear to be JSON", "nbformat", "DuplicateIds",
+                  "duplicate", "UnicodeDecodeError")
+
+
+def _looks_invalid(log: str) -> bool:
+    return any(h.lower() in log.lower() for h in _INVALID_HINTS)
+
+
+def _summarize_failure(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("[ERROR]") or "Error" in ln]
+    text = errors[-1] if errors else (lines[-1] if lines else "nbgrader could not grade it")
+    return text.removeprefix("[ERROR] ")[:500]
+
+
+def result_to_json(result: dict) -> str:
+    return json.dumps({k: v for k, v in result.items() if k != "autograded"}, indent=2)

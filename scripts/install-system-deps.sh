@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Install the Debian packages the course needs, only when something is missing:
+#   bubblewrap  - the sandbox that learner kernels run in (specdec-course grade)
+#   chromium    - the browser that the JupyterLab tests drive through Playwright
+set -euo pipefail
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "Installing Debian packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "error: need root (or sudo) to install: ${missing[*]}" >&2
+    echo "       install them yourself, e.g.: apt-get install ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

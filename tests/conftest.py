@@ -1,0 +1,69 @@
+"""Shared fixtures: throwaway courses built from the repository's real configuration."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = Path(__file__).resolve().parent / "files"
+
+
+def sandbox_available() -> bool:
+    """True when the bubblewrap sandbox can run here (always, after `make test`'s setup)."""
+    try:
+        from autograder.sandbox import sandbox_problem
+    except ImportError:
+        return False
+    return sandbox_problem() is None
+
+
+def new_course(root: Path, assignments: dict[str, Path]) -> Path:
+    """A course at ``root`` with the repo's nbgrader_config.py and the given source folders."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    for name, folder in assignments.items():
+        shutil.copytree(folder, root / "source" / name)
+    return root
+
+
+@pytest.fixture
+def mini_course(tmp_path) -> Path:
+    """A course holding the tiny `mini` assignment (no numpy: fast kernels)."""
+    return new_course(tmp_path / "course", {"mini": FILES / "mini_course" / "source" / "mini"})
+
+
+def released_notebook(course: Path, assignment: str, notebook: str) -> nbformat.NotebookNode:
+    """Generate the release of ``assignment`` in ``course`` (no self-check) and read it."""
+    from autograder.release import release
+
+    release(assignment, course=course, check=False)
+    return nbformat.read(course / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+
+
+def fill(nb: nbformat.NotebookNode, **sources: str) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with the cells whose grade_id is a keyword replaced by its source."""
+    out = copy.deepcopy(nb)
+    for cell in out.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in sources:
+            cell.source = sources[gid]
+    return out
+
+
+def write_nb(path: Path, nb) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(nb, (str, bytes)):
+        path.write_bytes(nb if isinstance(nb, bytes) else nb.encode())
+    else:
+        nbformat.write(nb, path)
+    return path
+
+
+def load_json(path: Path):
+    return json.loads(Path(path).read_text())

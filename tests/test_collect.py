@@ -1,0 +1,170 @@
+"""Collecting submissions from folders and LMS zips, including hostile input."""
+
+from __future__ import annotations
+
+import os
+import stat
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder import collect as collect_mod
+from autograder.collect import collect, normalize_student_id
+from autograder.course import UsageError
+
+NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])).encode()
+
+
+def zip_with(path: Path, members: dict[str, bytes], symlinks: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+        for name, target in (symlinks or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            archive.writestr(info, target)
+    return path
+
+
+def by_student(subs):
+    return {s.student: s for s in subs}
+
+
+def test_folder_of_student_notebooks(tmp_path):
+    (tmp_path / "alice.ipynb").write_bytes(NB)
+    (tmp_path / "bob.ipynb").write_bytes(NB)
+    (tmp_path / "README.txt").write_text("not a submission")
+    subs = by_student(collect(tmp_path))
+    assert sorted(subs) == ["alice", "bob"]
+    assert subs["alice"].data == NB and subs["alice"].problem is None
+
+
+def test_folder_of_student_folders_with_any_notebook_name(tmp_path):
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / "my work (final).ipynb").write_bytes(NB)
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "acceptance_tests.ipynb").write_bytes(NB)
+    subs = by_student(collect(tmp_path, notebook="acceptance_tests"))
+    assert sorted(subs) == ["alice", "bob"]
+    assert all(s.data == NB for s in subs.values())
+
+
+@pytest.mark.parametrize("wrapper", ["", "Assignment 2 download/"])
+def test_zip_of_files_or_folders_optionally_wrapped(tmp_path, wrapper):
+    archive = zip_with(tmp_path / "lms.zip", {
+        f"{wrapper}alice.ipynb": NB,
+        f"{wrapper}bob/acceptance_tests.ipynb": NB,
+        f"{wrapper}__MACOSX/._alice.ipynb": b"junk",
+    })
+    subs = by_student(collect(archive))
+    assert sorted(subs) == ["alice", "bob"]
+    assert subs["bob"].data == NB
+
+
+def test_zip_slip_and_absolute_paths_are_never_used_as_paths(tmp_path):
+    archive = zip_with(tmp_path / "evil.zip", {
+        "alice.ipynb": NB,
+        "../escaped.ipynb": NB,
+        "/tmp/absolute.ipynb": NB,
+        "carol/../../up.ipynb": NB,
+    })
+    before = set(os.listdir(tmp_path))
+    subs = by_student(collect(archive))
+    assert set(os.listdir(tmp_path)) == before  # nothing was written anywhere
+    assert subs["alice"].problem is None
+    unsafe = [s for s in subs.values() if s.problem]
+    assert unsafe and all("unsafe path" in s.problem for s in unsafe)
+    assert not Path("/tmp/absolute.ipynb").exists()
+
+
+def test_zip_symlink_members_are_not_followed(tmp_path):
+    archive = zip_with(tmp_path / "links.zip", {"alice.ipynb": NB},
+                       symlinks={"mallory.ipynb": "/etc/passwd"})
+    subs = by_student(collect(archive))
+    assert subs["mallory"].data is None
+    assert "symbolic link" in subs["mallory"].problem
+
+
+def test_folder_symlinks_are_not_followed(tmp_path):
+    secret = tmp_path / "secret.ipynb"
+    secret.write_bytes(NB)
+    subs_dir = tmp_path / "subs"
+    subs_dir.mkdir()
+    (subs_dir / "mallory.ipynb").symlink_to(secret)
+    (subs_dir / "alice.ipynb").write_bytes(NB)
+    subs = by_student(collect(subs_dir))
+    assert subs["mallory"].data is None and "symbolic link" in subs["mallory"].problem
+
+
+def test_too_deep_and_too_large_members_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect_mod, "MAX_NOTEBOOK_BYTES", 1000)
+    deep = "/".join(f"d{i}" for i in range(12))
+    archive = zip_with(tmp_path / "big.zip", {
+        "alice.ipynb": NB,
+        "bob.ipynb": b"{" + b" " * 5000 + b"}",
+        f"carol/{deep}/nb.ipynb": NB,
+    })
+    subs = by_student(collect(archive))
+    assert subs["alice"].problem is None
+    assert "larger than" in subs["bob"].problem
+    assert "nested too deeply" in subs["carol"].problem
+
+
+def test_empty_and_non_notebook_files(tmp_path):
+    (tmp_path / "empty.ipynb").write_bytes(b"")
+    (tmp_path / "dave").mkdir()
+    (tmp_path / "dave" / "notes.txt").write_text("I forgot the notebook")
+    subs = by_student(collect(tmp_path))
+    assert subs["empty"].problem == "the notebook file is empty"
+    assert subs["dave"].problem == "no .ipynb notebook found"
+
+
+def test_several_notebooks_pick_the_assignment_one_or_refuse(tmp_path):
+    for student in ("alice", "bob"):
+        (tmp_path / student).mkdir()
+        (tmp_path / student / "scratch.ipynb").write_bytes(NB)
+    (tmp_path / "alice" / "accept_step.ipynb").write_bytes(NB)
+    subs = by_student(collect(tmp_path, notebook="accept_step"))
+    assert subs["alice"].problem is None and subs["alice"].origin.endswith("accept_step.ipynb")
+    assert subs["bob"].problem is None  # only one notebook: it is the submission
+    (tmp_path / "bob" / "other.ipynb").write_bytes(NB)
+    subs = by_student(collect(tmp_path, notebook="accept_step"))
+    assert "several notebooks" in subs["bob"].problem
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("alice", "alice"),
+    ("Zoë Müller", "Zoe_Muller"),
+    ("  spaces  here ", "spaces_here"),
+    ("../../etc/passwd", "etc_passwd"),
+    ("李雷", "student"),
+    (".hidden", "hidden"),
+    ("a" * 200, "a" * 64),
+])
+def test_student_ids_are_normalized_safely(name, expected):
+    assert normalize_student_id(name) == expected
+
+
+def test_ids_that_collide_after_normalization_stay_distinct(tmp_path):
+    for name in ("Zoë", "Zoe", "zoe"):
+        (tmp_path / f"{name}.ipynb").write_bytes(NB)
+    subs = collect(tmp_path)
+    ids = [s.student for s in subs]
+    assert len(set(ids)) == 3
+    assert sorted(ids) == ["Zoe", "Zoe-2", "zoe"]
+    assert any(f.startswith("id-collision") for s in subs for f in s.flags)
+
+
+@pytest.mark.parametrize("make", ["missing", "empty-folder", "not-a-zip"])
+def test_no_submissions_is_the_instructors_error(tmp_path, make):
+    target = tmp_path / "subs"
+    if make == "empty-folder":
+        target.mkdir()
+    elif make == "not-a-zip":
+        target = tmp_path / "subs.zip"
+        target.write_text("plain text")
+    with pytest.raises(UsageError):
+        collect(target)

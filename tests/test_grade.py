@@ -1,0 +1,262 @@
+"""`specdec-course grade` end to end on a throwaway course, with real nbgrader and kernels."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import fill, load_json, released_notebook, sandbox_available, write_nb
+
+from autograder.grade import grade
+from autograder.pool import run_jobs
+
+pytestmark = pytest.mark.kernel
+SANDBOX = sandbox_available()
+CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
+WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
+CLI = [sys.executable, "-m", "autograder.cli"]
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def cell_scores(course: Path, assignment: str = "mini") -> dict[tuple[str, str], float]:
+    rows = read_csv(course / "reports" / assignment / "cells.csv")
+    return {(r["student"], r["grade_id"]): float(r["score"]) for r in rows}
+
+
+@pytest.fixture
+def release_nb(mini_course):
+    return released_notebook(mini_course, "mini", "mini")
+
+
+def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
+    write_nb(subs / "carol.ipynb", release_nb)
+    result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=10,
+                   sandbox=SANDBOX)
+    assert {s: r["score"] for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
+    grades = read_csv(mini_course / "reports/mini/grades.csv")
+    assert grades == [
+        {"student": "alice", "score": "4", "max_score": "4", "status": "graded"},
+        {"student": "bob", "score": "2", "max_score": "4", "status": "graded"},
+        {"student": "carol", "score": "0", "max_score": "4", "status": "graded"},
+    ]
+    cells = read_csv(mini_course / "reports/mini/cells.csv")
+    assert [list(r) for r in cells][0] == ["student", "grade_id", "score", "max_score", "status",
+                                           "flags"]
+    bob = {r["grade_id"]: r for r in cells if r["student"] == "bob"}
+    assert bob["test_square_hidden"]["status"] == "failed"
+    assert bob["test_square_small"]["status"] == "passed"
+    message = load_json(mini_course / "reports/mini/results/bob.json")["cells"][1]["message"]
+    assert message == "AssertionError: square(-2) returned -4, expected 4"
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{mini_course / 'gradebook.db'}", "specdec-e7") as gb:
+        assert gb.find_submission("mini", "alice").score == 4
+        assert gb.find_submission("mini", "bob").score == 2
+    assert (mini_course / "submitted/alice/mini/mini.ipynb").exists()
+    assert (mini_course / "autograded/alice/mini/mini.ipynb").exists()
+
+
+def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path):
+    nested = tmp_path / "nested"
+    write_nb(nested / "alice" / "whatever I called it.ipynb", fill(release_nb, **CORRECT))
+    write_nb(nested / "bob" / "mini.ipynb", fill(release_nb, **WRONG_SQUARE))
+    archive = tmp_path / "lms.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.write(nested / "alice" / "whatever I called it.ipynb", "download/Alice Ånberg.ipynb")
+        zf.write(nested / "bob" / "mini.ipynb", "download/bob/mini.ipynb")
+    first = grade("mini", submissions=nested, course=mini_course, workers=2, sandbox=SANDBOX)
+    second = grade("mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX)
+    assert first.results["alice"]["score"] == second.results["Alice_Anberg"]["score"] == 4
+    assert first.results["bob"]["score"] == 2
+    assert second.reused == ["bob"]  # same notebook, same student: not graded twice
+
+
+def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    good = fill(release_nb, **CORRECT)
+    write_nb(subs / "good.ipynb", good)
+    write_nb(subs / "not-json.ipynb", "{this is not json")
+    write_nb(subs / "binary.ipynb", b"\x89PNG\r\n\x1a\n\x00\x00")
+    write_nb(subs / "exits.ipynb", fill(release_nb, square="import os\nos._exit(1)"))
+    dup = fill(release_nb, **CORRECT)
+    dup.cells.append(nbformat.from_dict(dict(dup.cells[2])))  # a duplicated test cell
+    write_nb(subs / "duplicated-cell.ipynb", dup)
+    deleted = fill(release_nb, **CORRECT)
+    deleted.cells = [c for c in deleted.cells
+                     if c.metadata.get("nbgrader", {}).get("grade_id") != "test_square_small"]
+    write_nb(subs / "deleted-test.ipynb", deleted)
+    v3 = nbformat.writes(nbformat.v3.convert.downgrade(fill(release_nb, **CORRECT)))
+    write_nb(subs / "old-format.ipynb", v3)
+    nokernel = fill(release_nb, **CORRECT)
+    nokernel.metadata = {}
+    write_nb(subs / "no-kernelspec.ipynb", nokernel)
+    result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=10,
+                   sandbox=SANDBOX)
+    r = result.results
+    assert r["good"]["score"] == 4 and r["good"]["status"] == "graded"
+    assert r["not-json"]["status"] == "invalid" and "not a valid Jupyter notebook" in r["not-json"]["reason"]
+    assert r["binary"]["status"] == "invalid"
+    assert r["exits"]["status"] == "failed" and r["exits"]["score"] == 0
+    assert "kernel" in r["exits"]["reason"]
+    # a deleted test cell is put back and run; duplicates do not abort anything
+    assert r["deleted-test"]["score"] == 4
+    assert r["duplicated-cell"]["status"] in ("graded", "invalid")
+    assert r["old-format"]["score"] == 4
+    assert r["no-kernelspec"]["score"] == 4
+    assert len(read_csv(mini_course / "reports/mini/grades.csv")) == 8
+
+
+def test_a_loop_times_out_and_later_cells_still_run(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    write_nb(subs / "loops.ipynb", fill(release_nb, square="def square(x):\n    while True:\n        pass",
+                                        cube=CORRECT["cube"]))
+    result = grade("mini", submissions=subs, course=mini_course, workers=1, timeout=2,
+                   sandbox=SANDBOX)
+    r = result.results["loops"]
+    assert r["status"] == "timeout"
+    statuses = {c["grade_id"]: c["status"] for c in r["cells"]}
+    assert statuses == {"test_square_small": "timeout", "test_square_hidden": "timeout",
+                        "test_cube": "passed"}
+    assert "2 s" in r["cells"][0]["message"]
+
+
+def test_a_loop_that_ignores_interrupts_is_killed(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    stubborn = ("import signal\n"
+                "def square(x):\n"
+                "    signal.signal(signal.SIGINT, signal.SIG_IGN)  # ipykernel resets it per cell\n"
+                "    while True:\n        pass")
+    write_nb(subs / "stubborn.ipynb", fill(release_nb, square=stubborn, cube=CORRECT["cube"]))
+    start = time.monotonic()
+    result = grade("mini", submissions=subs, course=mini_course, workers=1, timeout=2,
+                   sandbox=SANDBOX)
+    elapsed = time.monotonic() - start
+    r = result.results["stubborn"]
+    assert r["score"] == 0 and r["status"] in ("timeout", "failed")
+    assert "did not respond" in r["reason"]
+    assert elapsed < 60  # not one timeout per remaining cell: the kernel was killed
+
+
+def test_regrading_gives_the_same_scores(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
+    grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
+    first = cell_scores(mini_course)
+    again = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX,
+                  force=True)
+    assert sorted(again.graded_now) == ["alice", "bob"]
+    assert cell_scores(mini_course) == first
+
+
+def test_an_interrupted_run_finishes_on_the_next_without_double_counting(mini_course, release_nb,
+                                                                         tmp_path):
+    subs = tmp_path / "subs"
+    for i in range(6):
+        write_nb(subs / f"s{i}.ipynb", fill(release_nb, **(CORRECT if i % 2 else WRONG_SQUARE)))
+    args = CLI + ["grade", "mini", "--submissions", str(subs), "--workers", "1",
+                  "--course", str(mini_course)] + ([] if SANDBOX else ["--no-sandbox"])
+    proc = subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    results = mini_course / "reports/mini/results"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    done_before = len(list(results.glob("*.json")))
+    assert 2 <= done_before < 6
+    result = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
+    assert len(result.reused) >= done_before - 1  # at most one was mid-write
+    assert sorted(result.results) == [f"s{i}" for i in range(6)]
+    assert {r["score"] for s, r in result.results.items()} == {2.0, 4.0}
+    assert len(read_csv(mini_course / "reports/mini/grades.csv")) == 6
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{mini_course / 'gradebook.db'}", "specdec-e7") as gb:
+        assert len(gb.find_assignment("mini").submissions) == 6
+
+
+def crash_on_mallory(job):
+    """A job function whose worker process dies on one submission (as a segfault would)."""
+    if job.student == "mallory":
+        os._exit(77)
+    from autograder.workers import grade_job
+
+    return grade_job(job)
+
+
+def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    for name in ("alice", "bob", "mallory"):
+        write_nb(subs / f"{name}.ipynb", fill(release_nb, **CORRECT))
+    result = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX,
+                   job_fn=crash_on_mallory)
+    assert result.results["mallory"]["status"] == "failed"
+    assert "crashed" in result.results["mallory"]["reason"]
+    assert result.results["alice"]["score"] == result.results["bob"]["score"] == 4
+
+
+def test_run_jobs_yields_every_job_once_when_workers_crash():
+    from autograder.workers import Job
+
+    jobs = [Job("a", f"s{i}", "nb", b"", Path("/nonexistent"), Path("/tmp")) for i in range(5)]
+    jobs.append(Job("a", "mallory", "nb", b"", Path("/nonexistent"), Path("/tmp")))
+    seen = [job.student for job, _ in run_jobs(jobs, workers=2, hard_timeout=60,
+                                                fn=_crash_or_echo)]
+    assert sorted(seen) == sorted(j.student for j in jobs)
+
+
+def _crash_or_echo(job):
+    if job.student == "mallory":
+        os._exit(3)
+    return {"student": job.student, "cells": []}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["grade", "nope", "--submissions", "{subs}"], "unknown assignment"),
+    (["grade", "mini", "--submissions", "{tmp}/missing"], "does not exist"),
+    (["grade", "mini", "--submissions", "{empty}"], "no submissions"),
+    (["release", "nope"], "unknown assignment"),
+])
+def test_instructor_errors_exit_2_with_a_clear_message(mini_course, tmp_path, args, message):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "a.ipynb").write_text("{}")
+    (tmp_path / "empty").mkdir()
+    args = [a.format(subs=tmp_path / "subs", tmp=tmp_path, empty=tmp_path / "empty") for a in args]
+    proc = subprocess.run(CLI + args + ["--course", str(mini_course)], capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr
+
+
+def test_not_a_course_exits_2(tmp_path):
+    proc = subprocess.run(CLI + ["grade", "mini", "--submissions", str(tmp_path)], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "not an nbgrader course" in proc.stderr
+
+
+def test_cli_grade_prints_a_summary_and_exits_0(mini_course, release_nb, tmp_path):
+    subs = tmp_path / "subs"
+    write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "broken.ipynb", "nope")
+    args = CLI + ["grade", "mini", "--submissions", str(subs)] + ([] if SANDBOX else ["--no-sandbox"])
+    proc = subprocess.run(args, cwd=mini_course, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "alice" in proc.stdout and "4/4" in proc.stdout and "invalid" in proc.stdout
+    assert "[1/1] graded alice" in proc.stderr  # plain progress lines when not on a terminal
