@@ -42,7 +42,7 @@ class GuardedExecute(Execute):
         300.0, help="Wall-clock seconds for the whole notebook, kernel start included."
     ).tag(config=True)
     recovery_timeout = Float(
-        5.0, help="Seconds a kernel has to answer after a cell timed out before it is killed."
+        10.0, help="Seconds a kernel has to answer after a cell timed out before it is killed."
     ).tag(config=True)
 
     def __init__(self, *args, **kwargs):

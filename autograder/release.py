@@ -5,7 +5,7 @@ folder, checked, and only then copied to ``release/<assignment>/``.  It is refus
 (nothing in ``release/`` changes) when:
 
 * anything leaks: solution or hidden-test markers, ``specdec_reference``, or a line of
-  solution code, or any file other than notebooks;
+  solution code, in a notebook or any text file beside it (Python files are refused);
 * the source notebook does not autograde to full marks;
 * the release notebook does not autograde to zero on every graded cell.
 """
@@ -127,8 +127,18 @@ def leak_problems(source: Path, release_dir: Path) -> list[str]:
     """Everything in ``release_dir`` that learners must not see."""
     problems = []
     for path in sorted(release_dir.rglob("*")):
-        if path.is_file() and path.suffix != ".ipynb":
-            problems.append(f"{path.name}: only notebooks may be released (solutions could leak)")
+        if not path.is_file() or path.suffix == ".ipynb":
+            continue
+        if path.suffix == ".py":
+            problems.append(f"{path.name}: Python files are not released (solutions could leak)")
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue  # binary data files (images, arrays) are fine
+        for word in FORBIDDEN:
+            if word in text:
+                problems.append(f"{path.name}: contains {word!r}")
     solution_lines = _solution_lines(source)
     for path in sorted(release_dir.glob("*.ipynb")):
         text = path.read_text(encoding="utf-8")
@@ -145,21 +155,18 @@ def leak_problems(source: Path, release_dir: Path) -> list[str]:
 
 
 def _solution_lines(source: Path) -> set[str]:
-    """Distinctive lines inside solution blocks that appear nowhere else in the source."""
-    inside, outside = set(), set()
+    """Distinctive lines of solution code (inside solution blocks) in the source notebooks.
+
+    Short lines (``return x``) and comments are left out: they are too generic to count.
+    """
+    lines = set()
     block = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
     for path in source.glob("*.ipynb"):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            solutions = block.findall(cell.source)
-            rest = block.sub("", cell.source)
-            for chunk in solutions:
-                inside.update(ln.strip() for ln in chunk.splitlines())
-            outside.update(ln.strip() for ln in rest.splitlines())
-    return {
-        ln for ln in inside - outside
-        if len(ln) >= MIN_LEAK_LINE and not ln.startswith("#")
-    }
+            for chunk in block.findall(cell.source):
+                lines.update(ln.strip() for ln in chunk.splitlines())
+    return {ln for ln in lines if len(ln) >= MIN_LEAK_LINE and not ln.startswith("#")}
 
 
 def _self_check(root: Path, assignment: str, generated: Path, report: ReleaseReport,

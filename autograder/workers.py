@@ -105,6 +105,9 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     config.Execute.timeout = int(job.cell_timeout) or 1
     config.GuardedExecute.timeout = int(job.cell_timeout) or 1
     config.GuardedExecute.notebook_timeout = float(job.notebook_timeout)
+    # nbclient waits only 4 s (iopub_timeout) for a cell's output after its reply and then
+    # calls it a timeout: on a loaded machine that fails passing cells.  Allow the cell limit.
+    config.GuardedExecute.iopub_timeout = max(4, int(job.cell_timeout))
     # Only an error fails a test cell here: stderr output (a warning) does not, and a
     # number a test cell happens to display is not read as partial credit.
     preprocessors = [GuardedExecute if p.__name__ == "Execute" else p
@@ -166,7 +169,8 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
         result["status"] = "failed"
     else:
         result["status"] = "graded"
-    reasons = [c.message for c in cells if c.status in ("timeout",)] + [c.message for c in stopped]
+    # the reason execution stopped explains more than the timeout that led to it
+    reasons = [c.message for c in stopped] + [c.message for c in cells if c.status == "timeout"]
     result["reason"] = reasons[0].removeprefix("not run: ") if reasons else ""
     if integrity is not None:
         result["flags"] += integrity.static_flags(nbformat.reads(job.data.decode("utf-8"), 4))

@@ -1,0 +1,117 @@
+"""Grading throughput: plain serial `nbgrader autograde` against `specdec-course grade`.
+
+Grades the same N submissions (copies of lesson E7.2's reference solution, N = 24 by
+default) both ways, in one run, each in its own fresh course, and prints both times and
+the ratio.  It also executes the same notebook once with a bare nbclient, the floor that
+any grader pays per submission, and compares the grader's per-submission time with it.
+
+    .venv/bin/python benchmarks/grade_throughput.py [--n 24] [--workers 2] [--no-sandbox]
+
+This is a benchmark, not a test: it asserts nothing.  Numbers go in the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "e7_2_acceptance_tests"
+NOTEBOOK = "acceptance_tests"
+
+
+def new_course(root: Path) -> Path:
+    root.mkdir(parents=True)
+    shutil.copy2(REPO / "nbgrader_config.py", root)
+    shutil.copytree(REPO / "source" / ASSIGNMENT, root / "source" / ASSIGNMENT)
+    return root
+
+
+def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
+    course = new_course(work / "plain")
+    nbgrader = str(Path(sys.executable).with_name("nbgrader"))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    subprocess.run([nbgrader, "generate_assignment", ASSIGNMENT], cwd=course, env=env,
+                   check=True, capture_output=True)
+    for i in range(n):
+        folder = course / "submitted" / f"s{i:03d}" / ASSIGNMENT
+        folder.mkdir(parents=True)
+        shutil.copy2(submission, folder / f"{NOTEBOOK}.ipynb")
+    start = time.perf_counter()
+    subprocess.run([nbgrader, "autograde", ASSIGNMENT], cwd=course, env=env, check=True,
+                   capture_output=True)
+    return time.perf_counter() - start
+
+
+def ours(work: Path, n: int, submission: Path, workers: int, sandbox: bool) -> tuple[float, list]:
+    from autograder.grade import build_template, grade, sync_gradebook
+
+    course = new_course(work / "ours")
+    build_template(course, ASSIGNMENT)  # one-off per assignment, like generate_assignment above
+    sync_gradebook(course, ASSIGNMENT)
+    subs = work / "subs"
+    subs.mkdir()
+    for i in range(n):
+        shutil.copy2(submission, subs / f"s{i:03d}.ipynb")
+    start = time.perf_counter()
+    result = grade(ASSIGNMENT, submissions=subs, course=course, workers=workers, sandbox=sandbox)
+    elapsed = time.perf_counter() - start
+    scores = {r["score"] for r in result.results.values()}
+    assert len(result.results) == n and len(scores) == 1, "every copy must get the same score"
+    return elapsed, [r["seconds"] for r in result.results.values()]
+
+
+def bare_nbclient(work: Path, repeats: int) -> float:
+    """Execute the autograded form of the notebook (hidden tests included) with nbclient."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    from autograder.grade import build_template
+
+    course = new_course(work / "bare")
+    template, _ = build_template(course, ASSIGNMENT)
+    nb_path = template / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    times = []
+    for _ in range(repeats):
+        nb = nbformat.read(nb_path, as_version=4)
+        start = time.perf_counter()
+        NotebookClient(nb, timeout=60, kernel_name="python3",
+                       resources={"metadata": {"path": str(work)}}).execute()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=24)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--no-sandbox", action="store_true")
+    args = parser.parse_args()
+    submission = REPO / "tests/files" / ASSIGNMENT / "submissions/reference.ipynb"
+    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
+        work = Path(tmp)
+        bare = bare_nbclient(work, repeats=3)
+        plain = plain_nbgrader(work, args.n, submission)
+        mine, per_job = ours(work, args.n, submission, args.workers, not args.no_sandbox)
+    per_sub = statistics.median(per_job)
+    print(f"submissions: {args.n}   workers: {args.workers}   "
+          f"sandbox: {'off' if args.no_sandbox else 'on'}   cores: {os.cpu_count()}")
+    print(f"bare nbclient, one notebook (median of 3):  {bare:7.2f} s")
+    print(f"plain nbgrader autograde (serial):          {plain:7.2f} s  "
+          f"({args.n / plain * 60:6.1f} submissions/min)")
+    print(f"specdec-course grade:                       {mine:7.2f} s  "
+          f"({args.n / mine * 60:6.1f} submissions/min)")
+    print(f"throughput ratio (ours / plain):            {plain / mine:7.2f}x")
+    print(f"per-submission time in a worker (median):   {per_sub:7.2f} s  "
+          f"= {per_sub / bare:.2f}x bare nbclient")
+
+
+if __name__ == "__main__":
+    main()

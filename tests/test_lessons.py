@@ -1,0 +1,209 @@
+"""Every lesson in source/: full marks for the source, zero for the release, release in sync,
+no leaks, clean notebooks, and the expected score on every cell of every sample submission."""
+
+from __future__ import annotations
+
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from conftest import REPO, load_json, new_course, sandbox_available
+
+from autograder.course import assignments
+from autograder.release import leak_problems
+
+LESSONS = assignments(REPO)
+SANDBOX = sandbox_available()
+
+
+def notebook_name(assignment: str) -> str:
+    [path] = sorted((REPO / "source" / assignment).glob("*.ipynb"))
+    return path.stem
+
+
+def cells_of(nb, *, solution=None, grade=None):
+    out = []
+    for cell in nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader")
+        if meta is None:
+            continue
+        if solution is not None and bool(meta.get("solution")) != solution:
+            continue
+        if grade is not None and bool(meta.get("grade")) != grade:
+            continue
+        out.append(cell)
+    return out
+
+
+@pytest.fixture(scope="session")
+def lesson_course(tmp_path_factory) -> Path:
+    """A copy of the real course (config + every lesson's source) in a temp folder."""
+    root = tmp_path_factory.mktemp("lessons") / "course"
+    return new_course(root, {a: REPO / "source" / a for a in LESSONS})
+
+
+@pytest.fixture(scope="session")
+def releases(lesson_course):
+    """Release every lesson with the self-check (source autograded, blank release autograded)."""
+    from autograder.release import release
+
+    return {r.assignment: r for r in release(course=lesson_course, all=True, sandbox=SANDBOX)}
+
+
+@pytest.fixture(scope="session")
+def graded_samples(lesson_course, releases):
+    """Grade every lesson's sample submissions once, through the real grading pipeline."""
+    from autograder.grade import grade
+
+    results = {}
+    for a in LESSONS:
+        samples = REPO / "tests" / "files" / a / "submissions"
+        results[a] = grade(a, submissions=samples, course=lesson_course, workers=2,
+                           sandbox=SANDBOX, feedback=False).results
+    return results
+
+
+def test_there_are_lessons():
+    assert {"e7_2_acceptance_tests", "e7_3_accept_step"} <= set(LESSONS)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_source_autogrades_to_full_marks(releases, assignment):
+    [(score, total)] = releases[assignment].source_scores.values()
+    assert total > 0 and score == total
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_release_scores_zero_on_every_graded_cell(releases, assignment):
+    [(score, total)] = releases[assignment].release_scores.values()
+    assert total > 0 and score == 0  # the release checks every cell, not only the total
+
+
+def _comparable(nb) -> dict:
+    """A notebook without volatile parts (outputs, counts, ids, run metadata)."""
+    cells = [
+        {"type": c.cell_type, "source": c.source, "nbgrader": c.get("metadata", {}).get("nbgrader")}
+        for c in nb.cells
+    ]
+    return {"kernelspec": nb.metadata.get("kernelspec"), "cells": cells}
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_committed_release_is_what_the_source_generates(lesson_course, releases, assignment):
+    name = notebook_name(assignment)
+    committed = REPO / "release" / assignment / f"{name}.ipynb"
+    assert committed.exists(), "run `specdec-course release --all` and commit release/"
+    fresh = nbformat.read(lesson_course / "release" / assignment / f"{name}.ipynb", as_version=4)
+    assert _comparable(nbformat.read(committed, as_version=4)) == _comparable(fresh), (
+        f"release/{assignment} is stale: run `specdec-course release {assignment}` and commit it"
+    )
+    assert sorted(p.name for p in (REPO / "release" / assignment).iterdir()) == [f"{name}.ipynb"]
+
+
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_committed_release_leaks_nothing(assignment):
+    assert leak_problems(REPO / "source" / assignment, REPO / "release" / assignment) == []
+
+
+@pytest.mark.parametrize("assignment", LESSONS)
+@pytest.mark.parametrize("folder", ["source", "release"])
+def test_notebooks_are_committed_clean(assignment, folder):
+    for path in (REPO / folder / assignment).glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        assert set(nb.metadata) <= {"kernelspec", "language_info"}, f"{path}: extra metadata"
+        assert nb.metadata["kernelspec"]["name"] == "python3"
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, f"{path}: outputs"
+        ids = [c.id for c in nb.cells]
+        assert len(ids) == len(set(ids)), f"{path}: duplicate cell ids"
+
+
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_grade_ids_are_unique_and_follow_the_naming_rules(assignment):
+    nb = nbformat.read(REPO / "source" / assignment / f"{notebook_name(assignment)}.ipynb", 4)
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in cells_of(nb)]
+    assert len(ids) == len(set(ids)), "duplicate grade ids"
+    solutions = [c.metadata["nbgrader"]["grade_id"] for c in cells_of(nb, solution=True)]
+    tests = cells_of(nb, solution=False, grade=True)
+    assert tests, "no autograded test cells"
+    for cell in tests:
+        meta = cell.metadata["nbgrader"]
+        gid = meta["grade_id"]
+        assert any(re.fullmatch(rf"test_{re.escape(s)}(_\w+)?", gid) for s in solutions), (
+            f"{gid}: a test cell's grade_id is test_<solution grade_id>_<behaviour>"
+        )
+        assert meta["points"] > 0 and meta.get("locked"), gid
+        tree = ast.parse(cell.source)
+        first = tree.body[0]
+        assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
+            str(first.value.value).startswith("Check"), f"{gid}: open with a one-line 'Check ...' string"
+        last = tree.body[-1]
+        assert len(tree.body) > 1 and not isinstance(last, ast.Expr), (
+            f"{gid}: ends with a bare expression (nbgrader would read it as partial credit)"
+        )
+    for cell in cells_of(nb, solution=True):
+        assert "### BEGIN SOLUTION" in cell.source and "### END SOLUTION" in cell.source
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_sample_submissions_get_the_expected_score_on_every_cell(graded_samples, assignment):
+    expected = load_json(REPO / "tests" / "files" / assignment / "expected.json")
+    results = graded_samples[assignment]
+    samples = sorted(p.stem for p in (REPO / "tests/files" / assignment / "submissions").glob("*.ipynb"))
+    assert sorted(expected) == samples, "expected.json must list every sample submission"
+    assert {"reference", "blank"} <= set(samples)
+    wrong = []
+    for scenario, cells in expected.items():
+        got = {c["grade_id"]: c for c in results[scenario]["cells"]}
+        assert sorted(got) == sorted(cells), f"{scenario}: expected.json must list every test cell"
+        for gid, points in cells.items():
+            if got[gid]["score"] != points:
+                wrong.append(f"{scenario}/{gid}: got {got[gid]['score']:g}, expected {points:g}"
+                             f" ({got[gid]['message'][:200]})")
+    assert not wrong, "\n".join(wrong)
+    reference = results["reference"]
+    assert reference["score"] == reference["max_score"] and reference["status"] == "graded"
+    assert results["blank"]["score"] == 0
+
+
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_sample_submissions_match_the_current_release(assignment):
+    script = REPO / "tests" / "files" / assignment / "build_samples.py"
+    name = notebook_name(assignment)
+    proc = subprocess.run([sys.executable, str(script), "--check", "--release",
+                           str(REPO / "release" / assignment / f"{name}.ipynb")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_plain_nbgrader_commands_work_on_the_course(tmp_path, assignment):
+    """`nbgrader generate_assignment` and `nbgrader autograde`, as they are, give full marks."""
+    course = new_course(tmp_path / "plain", {assignment: REPO / "source" / assignment})
+    nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
+    run = dict(cwd=course, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(nbgrader + ["generate_assignment", assignment], **run)
+    assert proc.returncode == 0, proc.stderr
+    name = notebook_name(assignment)
+    target = course / "submitted" / "ref" / assignment / f"{name}.ipynb"
+    target.parent.mkdir(parents=True)
+    shutil.copy2(REPO / "tests/files" / assignment / "submissions/reference.ipynb", target)
+    proc = subprocess.run(nbgrader + ["autograde", assignment], **run)
+    assert proc.returncode == 0, proc.stderr
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        submission = gb.find_submission(assignment, "ref")
+        assert submission.max_score > 0 and submission.score == submission.max_score
