@@ -12,7 +12,8 @@ $(STAMP): pyproject.toml
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
-	$(BIN)/jupyter labextension list 2>&1 | grep -q nbgrader || true
+	@$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled" || \
+		{ echo "nbgrader's JupyterLab extension is not enabled in $(VENV)" >&2; exit 1; }
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -37,7 +37,7 @@ c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     "--IPKernelApp.exec_lines="
     "import sys as _s, warnings as _w; "
-    "_w.showwarning = lambda m, c, f, n, file=None, line=None: "
+    "_w.showwarning = lambda m, c, f, n, file=None, line=None, _s=_s, _w=_w: "
     "_s.stdout.write(_w.formatwarning(m, c, f, n, line)); "
     "del _s, _w",
 ]

@@ -262,3 +262,19 @@ def test_cli_grade_prints_a_summary_and_exits_0(mini_course, release_nb, tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert "alice" in proc.stdout and "4/4" in proc.stdout and "invalid" in proc.stdout
     assert "[1/1] graded alice" in proc.stderr  # plain progress lines when not on a terminal
+
+
+def test_warnings_and_stderr_do_not_cost_points(mini_course, release_nb, tmp_path):
+    """Plain nbgrader fails any test cell that writes to stderr; only errors fail here."""
+    noisy = ("import sys, warnings\n"
+             "def square(x):\n"
+             "    warnings.warn('a harmless warning', RuntimeWarning)\n"
+             "    print('debugging', file=sys.stderr)\n"
+             "    return x * x")
+    subs = tmp_path / "subs"
+    write_nb(subs / "noisy.ipynb", fill(release_nb, square=noisy, cube=CORRECT["cube"]))
+    result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
+    assert result.results["noisy"]["score"] == 4
+    executed = nbformat.read(mini_course / "autograded/noisy/mini/mini.ipynb", as_version=4)
+    texts = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
+    assert any("RuntimeWarning: a harmless warning" in t for t in texts)

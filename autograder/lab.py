@@ -1,0 +1,163 @@
+"""Start the learner's JupyterLab on ``release/`` (``specdec-course lab``, ``make lab``).
+
+Learners open the release notebooks, play with the widgets, fill in the stubs and press
+nbgrader's *Validate* button.  The server listens on 127.0.0.1 only.
+
+nbgrader's Validate handler reads ``nbgrader_config.py`` from the server's *working
+directory*, not from its notebook root, so the server runs with the course root as its
+working directory: validation then executes the notebook with the course's settings
+(timeouts, warnings printed on stdout) exactly as the grader will.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from autograder.course import find_course
+
+# The nbgrader server extensions a learner uses: the Validate button and the assignment
+# list.  The instructor's tools stay off: the formgrader would open (and create) the
+# course's gradebook, and the course list serves formgraders.
+LEARNER_SERVER_EXTENSIONS = {
+    "nbgrader.server_extensions.validate_assignment": True,
+    "nbgrader.server_extensions.assignment_list": True,
+    "nbgrader.server_extensions.course_list": False,
+    "nbgrader.server_extensions.formgrader": False,
+}
+
+
+def lab_command(
+    *,
+    root: Path,
+    port: int | None = None,
+    open_browser: bool = True,
+    extra_args: list[str] | None = None,
+) -> list[str]:
+    """Return the command line that starts JupyterLab for learners.
+
+    Parameters
+    ----------
+    root : Path
+        The notebook root shown in the file browser (``release/`` for ``make lab``).
+    port : int, optional
+        The port on 127.0.0.1; by default Jupyter picks 8888 or the next free one.
+    open_browser : bool
+        Whether Jupyter opens the learner's web browser.
+    extra_args : list of str, optional
+        More ``--Class.trait=value`` options (the browser tests set private settings
+        and workspace folders).
+
+    Returns
+    -------
+    list of str
+        ``python -m jupyterlab ...`` with this virtual environment's interpreter.
+    """
+    argv = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.root_dir={root}",
+        f"--ServerApp.open_browser={open_browser}",
+        # No calls home: no news feed, no update check.
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    argv += [
+        f"--ServerApp.jpserver_extensions={name}={enabled}"
+        for name, enabled in LEARNER_SERVER_EXTENSIONS.items()
+    ]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        # Jupyter refuses to run as root unless told; containers often run as root, and
+        # the server is reachable from this machine only, behind a token.
+        argv.append("--ServerApp.allow_root=True")
+    if port is not None:
+        # An explicit port is a promise: fail rather than silently move elsewhere.
+        argv += [f"--ServerApp.port={port}", "--ServerApp.port_retries=0"]
+    return argv + list(extra_args or [])
+
+
+def lab_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the server's environment: this interpreter's ``bin/`` first on ``PATH``.
+
+    ``make lab`` runs ``.venv/bin/specdec-course`` without activating the virtual
+    environment; nbgrader still finds its ``alembic`` helper and Jupyter its kernels.
+    ``extra`` variables are added (the tests move Jupyter's runtime folder).
+    """
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
+    env.update(extra or {})
+    return env
+
+
+def start_lab(
+    *,
+    course: Path,
+    root: Path | None = None,
+    port: int | None = None,
+    token: str | None = None,
+    open_browser: bool = True,
+    extra_args: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    **popen_kwargs: Any,
+) -> subprocess.Popen:
+    """Start the learner's JupyterLab in the background and return its process.
+
+    The server runs with the course root as its working directory, where nbgrader's
+    Validate handler reads ``nbgrader_config.py``.  ``root`` is the notebook root
+    (default: ``course/release``).  ``token`` is the login token (passed in the
+    environment, not on the command line; by default Jupyter makes one up and prints
+    the URL).  The other parameters are those of `lab_command`, ``env`` those of
+    `lab_environment`, and ``popen_kwargs`` go to `subprocess.Popen`.
+    """
+    argv = lab_command(
+        root=root if root is not None else course / "release",
+        port=port,
+        open_browser=open_browser,
+        extra_args=extra_args,
+    )
+    env = dict(env or {})
+    if token is not None:
+        env["JUPYTER_TOKEN"] = token
+    return subprocess.Popen(argv, cwd=course, env=lab_environment(env), **popen_kwargs)
+
+
+def lab(*, course: Path, port: int | None = None, open_browser: bool = True) -> int:
+    """Run JupyterLab on the course's ``release/`` folder until the learner stops it.
+
+    Parameters
+    ----------
+    course : Path
+        The course root (holds ``nbgrader_config.py``, ``source/`` and ``release/``).
+    port : int, optional
+        The port on 127.0.0.1; by default 8888 or the next free one.
+    open_browser : bool
+        Whether to open the learner's web browser on the lab.
+
+    Returns
+    -------
+    int
+        JupyterLab's exit status (0 after a normal shutdown), or 2 without ``release/``.
+    """
+    course = find_course(course)
+    if not (course / "release").is_dir():
+        print(f"no {course / 'release'}: run `specdec-course release --all` first", file=sys.stderr)
+        return 2
+    server = start_lab(course=course, port=port, open_browser=open_browser)
+    while True:
+        try:
+            status = server.wait()
+            break
+        except KeyboardInterrupt:
+            # JupyterLab got the same Ctrl-C (same process group): it asks to confirm,
+            # then shuts its kernels down.  Wait for it rather than kill it.
+            continue
+    # Stopped with Ctrl-C (or by the system): a normal end of a lab session.
+    return 0 if status in (-signal.SIGINT, -signal.SIGTERM) else status

@@ -1,0 +1,326 @@
+"""The learner's JupyterLab, tested in a real browser (Playwright + Debian's Chromium).
+
+One JupyterLab (started as ``make lab`` starts it, by `autograder.lab.start_lab`) serves
+a throwaway copy of the course, whose E7.2 release is generated from the current source
+with nbgrader's API, so the test never depends on a stale ``release/`` and never writes
+into the repository.  Screenshots go to ``reports/screenshots/`` (ignored by git).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import nbgrader
+import pytest
+from browser_support import (
+    NotebookPage,
+    copy_course,
+    describe_errors,
+    drag_slider,
+    error_outputs,
+    generate_release,
+    image_loaded,
+    launch_chromium,
+    nbgrader_meta,
+    not_run,
+    shown_probability,
+    solution_sources,
+    start_lab_server,
+    type_slider_value,
+)
+from nbformat.v4 import new_code_cell, new_notebook
+from playwright.sync_api import expect, sync_playwright
+
+from autograder.lab import lab_command
+
+REPO = Path(__file__).resolve().parents[1]
+ASSIGNMENT = "e7_2_acceptance_tests"
+RELEASE_NB = f"release/{ASSIGNMENT}/acceptance_tests.ipynb"
+SOURCE_NB = f"source/{ASSIGNMENT}/acceptance_tests.ipynb"
+SCREENSHOTS = REPO / "reports" / "screenshots"
+
+ALWAYS = re.compile(r"always accepted")
+PART_OF_THE_TIME = re.compile(r"only part of the time")
+SUCCESS = "Success! Your notebook passes all the tests."
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    """A throwaway copy of the course (nbgrader_config.py, source/, release/)."""
+    return copy_course(REPO, tmp_path_factory.mktemp("lab") / "course")
+
+
+@pytest.fixture(scope="module")
+def lab_server(course, tmp_path_factory):
+    """The learner's JupyterLab on the course copy; stopped (kernels too) even on failure.
+
+    While it boots, the E7.2 release is generated from the current source.
+    """
+    server = start_lab_server(
+        course,
+        tmp_path_factory.mktemp("lab-run"),
+        while_starting=lambda: generate_release(course, ASSIGNMENT),
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory):
+    with sync_playwright() as playwright:
+        context = launch_chromium(playwright, tmp_path_factory.mktemp("chromium-profile"))
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(chromium, lab_server):
+    """A fresh tab; afterwards its notebook's kernel is shut down."""
+    tab = chromium.new_page()
+    yield tab
+    tab.close()
+    lab_server.shutdown_kernels()
+
+
+def screenshot(target, name: str) -> Path:
+    """Save a PNG of a page or an element under reports/screenshots/."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / name
+    target.screenshot(path=str(path))
+    return path
+
+
+def strip_ansi(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
+def plot_cells(nb: nbformat.NotebookNode) -> list[int]:
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "plt.show()" in c.source]
+
+
+def assert_plots_are_images(nbp: NotebookPage, cells: list[int]) -> None:
+    for index in cells:
+        img = nbp.cell(index).locator(".jp-OutputArea-output img")
+        expect(img, f"cell {index} shows no plot").to_have_count(1)
+        assert image_loaded(img), f"cell {index}: the plot image did not load"
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_lab_command_listens_on_loopback_only():
+    argv = lab_command(root=REPO / "release", port=8899, open_browser=False)
+    assert "--ServerApp.ip=127.0.0.1" in argv
+    assert f"--ServerApp.root_dir={REPO / 'release'}" in argv
+    assert "--ServerApp.port=8899" in argv and "--ServerApp.port_retries=0" in argv
+    assert "--ServerApp.open_browser=False" in argv
+
+
+@pytest.mark.browser
+def test_lab_serves_nbgrader_learner_extensions_and_widgets(lab_server):
+    # The lab extensions the page loads (installed in the venv, none disabled).
+    html = urllib.request.urlopen(lab_server.url("lab"), timeout=60).read().decode()
+    found = re.search(
+        r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', html, re.S
+    )
+    assert found, "no page config in /lab"
+    page_config = json.loads(found.group(1))
+    loaded = {ext["name"] for ext in page_config["federated_extensions"]}
+    assert {"@jupyter/nbgrader", "@jupyter-widgets/jupyterlab-manager"} <= loaded, loaded
+    disabled = page_config.get("disabledExtensions") or {}
+    assert not [name for name in disabled if "nbgrader" in name or "widgets" in name], disabled
+    # The learner's server extensions answer; the instructor's formgrader is off.
+    version = lab_server.api("GET", f"nbgrader_version?version={nbgrader.__version__}")
+    assert version == {"success": True}, version
+    with pytest.raises(urllib.error.HTTPError) as missing_course:
+        lab_server.api("GET", "assignments")  # the assignment list wants a course id
+    assert missing_course.value.code == 400
+    with pytest.raises(urllib.error.HTTPError) as formgrader:
+        lab_server.api("GET", "formgrader")
+    assert formgrader.value.code == 404
+
+
+@pytest.mark.browser
+def test_validate_runs_with_the_course_config(lab_server, course):
+    """A graded cell that emits a RuntimeWarning passes Validate only with the course config.
+
+    nbgrader fails a test cell that writes to stderr; the course's nbgrader_config.py
+    prints warnings on stdout instead.  Validate reads that file from the server's
+    working directory, so this proves the lab validates with the course's settings.
+    """
+    probe = new_notebook(
+        cells=[
+            new_code_cell(
+                '"""Check a cell that warns."""\n'
+                "import warnings\n"
+                'warnings.warn("0/0 in a learner\'s numpy code", RuntimeWarning)\n'
+                "assert True",
+                metadata={
+                    "nbgrader": {
+                        "grade": True,
+                        "grade_id": "test_probe_warns",
+                        "locked": True,
+                        "points": 1,
+                        "schema_version": 3,
+                        "solution": False,
+                        "task": False,
+                    }
+                },
+            )
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+    )
+    nbformat.write(probe, course / "config-probe.ipynb")
+    result = lab_server.api("POST", "assignments/validate", {"path": "config-probe.ipynb"})
+    assert result["success"], result["value"]
+    for cell in result["value"].get("failed", []):
+        pytest.fail("Validate failed a cell that only warns:\n" + strip_ansi(cell["raw_error"]))
+
+
+@pytest.mark.browser
+def test_learner_explores_runs_fills_in_and_validates_the_release(page, lab_server, course):
+    """The release notebook, as a learner meets it, then solved and validated.
+
+    One notebook session (one kernel start): run every cell, play with the explorer,
+    see the stubs fail and nothing else; type the solutions in, run all, Validate.
+    """
+    nbp = NotebookPage(page, lab_server, RELEASE_NB)
+    # nbgrader's lab extension put its Validate button in the notebook toolbar.
+    expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")
+    nbp.run_each_cell()
+    check_explorer(nbp)
+
+    # Plots: each is an image, except the simulation plot, which waits for Part 2 and
+    # says so.
+    shown = [i for i in plot_cells(nbp.notebook) if nbp.cell(i).locator("img").count()]
+    assert shown, "no plot rendered as an image"
+    assert_plots_are_images(nbp, shown)
+    for i in set(plot_cells(nbp.notebook)) - set(shown):
+        expect(nbp.cell(i).locator(".jp-OutputArea-output")).not_to_have_count(0)
+    solutions = solution_sources(course / SOURCE_NB)
+    check_only_stubs_fail(nbp.save(), solutions)
+
+    # Type every solution in (Part 1 and check your understanding too), as a learner would.
+    for grade_id in (
+        "accept_prob",
+        "overall_acceptance",
+        "propose_and_test",
+        "empirical_acceptance",
+    ):
+        assert grade_id in solutions, f"no solution cell {grade_id!r} in {SOURCE_NB}"
+    for grade_id, text in solutions.items():
+        nbp.replace_cell_source(nbp.index_of(grade_id), text)
+
+    # The solved notebook runs clean, and the simulation plot now draws.
+    nbp.run_all()
+    saved = nbp.save()
+    assert error_outputs(saved) == {}, describe_errors(saved)
+    assert not_run(saved) == [], "cells not run"
+    assert_plots_are_images(nbp, plot_cells(saved))
+    plot = nbp.cell(plot_cells(saved)[0]).locator(".jp-OutputArea")
+    screenshot(plot, "e7_2-solved-convergence-plot.png")
+    for grade_id, text in solutions.items():
+        assert saved.cells[nbp.index_of(grade_id)].source.strip() == text.strip(), grade_id
+
+    dialog = nbp.validate()
+    expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
+    screenshot(page, "e7_2-validated.png")
+    dialog.locator(".jp-Dialog-button", has_text="Ok").click()
+    expect(dialog).to_have_count(0)
+    assert not nbp.errors, nbp.errors
+
+
+def check_explorer(nbp: NotebookPage) -> None:
+    """The explorer renders; moving the p slider changes the probability and the sentence."""
+    page = nbp.page
+    explorer = nbp.panel.locator(".jp-OutputArea-output", has=page.locator(".widget-slider"))
+    expect(explorer).to_have_count(1)
+    p_slider = explorer.locator(".widget-slider", has_text="target p")
+    q_slider = explorer.locator(".widget-slider", has_text="draft q")
+    verdict = explorer.locator(".widget-html", has_text="min(1, p/q)")
+    expect(p_slider).to_be_visible()
+    expect(q_slider).to_be_visible()
+    expect(explorer).to_contain_text("Σ min(p, q) = 0.75")
+    # The lesson's example: p = 0.5, q = 0.8.
+    expect(verdict).to_contain_text(PART_OF_THE_TIME)
+    assert shown_probability(verdict.inner_text()) == pytest.approx(0.625)
+    explorer.scroll_into_view_if_needed()
+    screenshot(explorer, "e7_2-explorer.png")
+
+    # Drag p to its top: p = 1 >= q = 0.8, so the token is always accepted.
+    drag_slider(page, p_slider, to="max")
+    expect(verdict).to_contain_text(ALWAYS)
+    assert shown_probability(verdict.inner_text()) == pytest.approx(1.0)
+    screenshot(explorer, "e7_2-explorer-p-at-max.png")
+    # Type p = 0.4 into the slider's readout: 0.4 / 0.8, accepted half of the time.
+    type_slider_value(page, p_slider, "0.4")
+    expect(verdict).to_contain_text(PART_OF_THE_TIME)
+    assert shown_probability(verdict.inner_text()) == pytest.approx(0.5)
+
+
+def check_only_stubs_fail(saved: nbformat.NotebookNode, solutions: dict[str, str]) -> None:
+    """In the run release, only stubs and the tests of stubs fail; nothing else is red.
+
+    ``solutions`` (the source's, by grade_id) tell which names the stubs leave undefined.
+    """
+    failed = {
+        i: (out.ename, out.evalue)
+        for i, c in enumerate(saved.cells)
+        if c.cell_type == "code"
+        for out in c.outputs
+        if out.output_type == "error"
+    }
+    stubs = {i for i, c in enumerate(saved.cells) if nbgrader_meta(c).get("solution")}
+    tests = {i for i, c in enumerate(saved.cells) if nbgrader_meta(c).get("grade")}
+    # Stubs that run at top level (Part 1, check your understanding) raise at once...
+    top_level = {
+        i for i in stubs if re.search(r"^raise NotImplementedError", saved.cells[i].source, re.M)
+    }
+    assert top_level, "no top-level stub in the release"
+    for i in top_level:
+        assert failed.get(i, ("nothing",))[0] == "NotImplementedError", describe_errors(saved)
+    # ... so the names they should define are missing in their tests.
+    undefined = {
+        name
+        for i in top_level
+        for name in re.findall(
+            r"^(\w+)\s*=", solutions[nbgrader_meta(saved.cells[i])["grade_id"]], re.M
+        )
+    }
+    expected = {f"name '{name}' is not defined" for name in undefined}
+    unexpected = [
+        i
+        for i, (name, value) in failed.items()
+        if not (i in stubs and name == "NotImplementedError")
+        and not (i in tests and name == "NotImplementedError")
+        and not (i in tests and name == "NameError" and value in expected)
+    ]
+    assert not unexpected, describe_errors(saved)
+    # Nothing else writes to stderr (a learner would see it in red).
+    noisy = [
+        i
+        for i, c in enumerate(saved.cells)
+        if c.cell_type == "code"
+        and i not in stubs | tests
+        and any(o.output_type == "stream" and o.name == "stderr" for o in c.outputs)
+    ]
+    assert not noisy, {i: saved.cells[i].source[:200] for i in noisy}
+
+
+@pytest.mark.browser
+def test_source_notebook_runs_top_to_bottom_without_error(page, lab_server):
+    nbp = NotebookPage(page, lab_server, SOURCE_NB)
+    nbp.run_all()
+    saved = nbp.save()
+    assert error_outputs(saved) == {}, describe_errors(saved)
+    assert not_run(saved) == [], "cells not run"
+    assert_plots_are_images(nbp, plot_cells(saved))
+    assert not nbp.errors, nbp.errors
