@@ -161,7 +161,10 @@ def grade(
             pass
         else:
             for student in out.graded_now:
-                write_feedback(assignment, course=root, student=student)
+                try:
+                    write_feedback(assignment, course=root, student=student)
+                except Exception as exc:  # a page that cannot be written costs no grade
+                    print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
     return out
 
 
@@ -247,6 +250,7 @@ def _record(course, config, assignment, notebook, test_cells, result, key, out: 
              "message": f"not graded: {reason}", "flags": []}
             for gid, pts in test_cells.items()
         ]
+    result["flags"] = list(dict.fromkeys(result.get("flags", [])))  # each reason once
     result["score"] = float(sum(c["score"] for c in result["cells"]))
     result["max_score"] = float(sum(c["max_score"] for c in result["cells"]))
     result["key"] = key
