@@ -35,6 +35,9 @@ c.Execute.interrupt_on_timeout = True
 # on stdout instead; learners still see them.
 c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
+    # ipykernel logs a warning about unencrypted TCP at start-up; it can surface as stderr
+    # output of a cell, which plain nbgrader scores as a failure.
+    "--IPKernelApp.log_level=ERROR",
     "--IPKernelApp.exec_lines="
     "import sys as _s, warnings as _w; "
     "_w.showwarning = lambda m, c, f, n, file=None, line=None, _s=_s, _w=_w: "

@@ -1,0 +1,621 @@
+"""Lesson E7.2: the hidden tests grade fairly, catch every mistake and say which one.
+
+These tests run the source notebook's test cells in this process, after learner code
+built from solution bodies (the samples' and extra mutants below), with no kernel: each
+cell is executed in one shared namespace, the way a kernel would run it.  The generic
+checks (source full marks, release zero, samples' expected scores through the real
+grader...) live in test_lessons.py; kernel-level checks are in test_e7_2_kernel.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import textwrap
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO / "source" / "e7_2_acceptance_tests" / "acceptance_tests.ipynb"
+SAMPLES = REPO / "tests" / "files" / "e7_2_acceptance_tests"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def _load_build_samples():
+    spec = importlib.util.spec_from_file_location(
+        "e7_2_build_samples", SAMPLES / "build_samples.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+build_samples = _load_build_samples()
+SOURCE_NB = nbformat.read(SOURCE, as_version=4)
+REFERENCE_BODIES = build_samples.reference_bodies(SOURCE_NB)
+TEST_CELLS = {
+    c.metadata["nbgrader"]["grade_id"]: c
+    for c in SOURCE_NB.cells
+    if c.metadata.get("nbgrader", {}).get("grade")
+}
+POINTS = {gid: cell.metadata["nbgrader"]["points"] for gid, cell in TEST_CELLS.items()}
+FUNCTIONS = ["accept_prob", "overall_acceptance", "propose_and_test", "empirical_acceptance"]
+
+
+# ---------------------------------------------------------------------------
+# An in-process stand-in for a kernel running the notebook
+# ---------------------------------------------------------------------------
+
+
+class _Events:
+    """The part of IPython's EventManager that checks.use_reference_for_cell uses."""
+
+    def __init__(self):
+        self.callbacks = []
+
+    def register(self, event, fn):
+        self.callbacks.append(fn)
+
+    def unregister(self, event, fn):
+        self.callbacks.remove(fn)
+
+
+@dataclass
+class Outcome:
+    passed: bool
+    message: str
+    seconds: float
+
+
+def learner_cell(source_cell: str, body: str) -> str:
+    """The source solution cell with its solution region replaced by ``body``."""
+    lines = source_cell.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
+    stop = next(i for i, line in enumerate(lines) if line.strip() == END)
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    code = textwrap.indent(textwrap.dedent(body).strip("\n"), indent).splitlines()
+    return "\n".join(lines[:start] + code + lines[stop + 1 :])
+
+
+def execute(bodies: dict[str, str] | None = None) -> tuple[dict[str, Outcome], dict]:
+    """Run the notebook's code and test cells with ``bodies`` replacing solution regions.
+
+    Solution cells not in ``bodies`` get the reference solution.  Explorer and plot
+    cells are skipped (they are not graded); the ``imports`` cell runs.  Like IPython,
+    the namespace holds ``_ih`` (the cells run so far) and ``get_ipython``, whose
+    post_run_cell callbacks run after every cell.  Returns the test cells' outcomes
+    and the final namespace.
+    """
+    bodies = {**REFERENCE_BODIES, **(bodies or {})}
+    events = _Events()
+    shell = type("Shell", (), {"events": events})()
+    ns = {"__name__": "__main__", "_ih": [""], "get_ipython": lambda: shell}
+    # Hidden tests record whether the reference was imported before them; in this
+    # process it always is (the tests import it), so record the kernel's answer: no.
+    ns["_specdec_preloaded"] = False
+    outcomes = {}
+    for cell in SOURCE_NB.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not (meta or cell.id == "imports"):
+            continue
+        if meta.get("solution"):
+            source = learner_cell(cell.source, bodies[meta["grade_id"]])
+        else:
+            source = cell.source
+        ns["_ih"].append(source)
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(source, f"<cell {cell.id}>", "exec"), ns)
+            passed, message = True, ""
+        except Exception as exc:  # a failing cell, as nbgrader would score it
+            passed, message = False, f"{type(exc).__name__}: {exc}"
+        for callback in list(events.callbacks):
+            callback(None)
+        if meta.get("grade"):
+            outcomes[meta["grade_id"]] = Outcome(passed, message, time.perf_counter() - start)
+    return outcomes, ns
+
+
+def run_in_process(bodies: dict[str, str] | None = None) -> dict[str, Outcome]:
+    """The test cells' outcomes of :func:`execute`."""
+    return execute(bodies)[0]
+
+
+def failing(outcomes: dict[str, Outcome]) -> set[str]:
+    return {gid for gid, outcome in outcomes.items() if not outcome.passed}
+
+
+def function_of(grade_id: str) -> str:
+    """The solution grade_id a test cell checks (test_<solution>_<behaviour>)."""
+    rest = grade_id.removeprefix("test_")
+    return next(
+        s for s in [*FUNCTIONS, "part1_answers", "check_understanding"] if rest.startswith(s + "_")
+    )
+
+
+# Mutants that are not sample submissions: (grade_id, body) pairs.
+MUTANTS = {
+    "inverted-ratio-inline": {
+        "propose_and_test": """
+        token = int(rng.choice(len(q), p=q))
+        ratio = q[token] / p[token] if p[token] > 0 else 1.0
+        return token, bool(rng.random() < min(1.0, ratio))
+        """
+    },
+    "reversed-comparison": {
+        "propose_and_test": """
+        token = int(rng.choice(len(q), p=q))
+        return token, bool(rng.random() > accept_prob(p[token], q[token]))
+        """
+    },
+    "top-choice-heuristic": {
+        "propose_and_test": """
+        token = int(rng.choice(len(q), p=q))
+        return token, token == int(np.argmax(p))
+        """
+    },
+    "returns-only-the-flag": {
+        "propose_and_test": """
+        token = int(rng.choice(len(q), p=q))
+        return bool(rng.random() < accept_prob(p[token], q[token]))
+        """
+    },
+    "always-accept": {
+        "propose_and_test": """
+        return int(rng.choice(len(q), p=q)), True
+        """
+    },
+    "uniform-draw": {
+        "propose_and_test": """
+        token = int(rng.choice(len(q)))
+        return token, bool(rng.random() < accept_prob(p[token], q[token]))
+        """
+    },
+    "reseeded-in-propose": {
+        "propose_and_test": """
+        rng = np.random.default_rng(0)
+        token = int(rng.choice(len(q), p=q))
+        return token, bool(rng.random() < accept_prob(p[token], q[token]))
+        """
+    },
+    "fixed-seed": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        rng = np.random.default_rng(0)
+        return sum(propose_and_test(p, q, rng)[1] for _ in range(trials)) / trials
+        """
+    },
+    "unseeded": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        rng = np.random.default_rng()
+        return sum(propose_and_test(p, q, rng)[1] for _ in range(trials)) / trials
+        """
+    },
+    "empirical-raw-inline": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        rng = np.random.default_rng(seed)
+        hits = 0
+        for _ in range(trials):
+            token = rng.choice(len(q), p=q)
+            hits += rng.random() < p[token]
+        return hits / trials
+        """
+    },
+    "empirical-mean-of-probabilities": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        return sum(min(a, b) for a, b in zip(p, q))
+        """
+    },
+    "overall-sum-of-max": {
+        "overall_acceptance": """
+        if len(p) != len(q):
+            raise ValueError("lengths differ")
+        return sum(max(a, b) for a, b in zip(p, q))
+        """
+    },
+    "overall-broadcasts": {
+        "overall_acceptance": """
+        return float(np.minimum(np.asarray(p), np.asarray(q)).sum())
+        """
+    },
+    "accept-prob-misses-nan": {
+        "accept_prob": """
+        if q <= 0:
+            raise ValueError("q must be > 0")
+        return min(1.0, p / q)
+        """
+    },
+}
+SAMPLE_BODIES = {
+    name: overrides for name, overrides in build_samples.SCENARIOS.items() if name != "blank"
+}
+CORRECT = [name for name in SAMPLE_BODIES if name == "reference" or name.startswith("variant-")]
+
+
+@pytest.fixture(scope="module")
+def outcomes_by_scenario():
+    """Every sample scenario and mutant, run once for the whole module."""
+    runs = {name: run_in_process(bodies) for name, bodies in SAMPLE_BODIES.items()}
+    runs.update({name: run_in_process(bodies) for name, bodies in MUTANTS.items()})
+    return runs
+
+
+# ---------------------------------------------------------------------------
+# Fair to every correct solution
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", CORRECT)
+def test_every_correct_variant_passes_every_test_cell(outcomes_by_scenario, scenario):
+    outcomes = outcomes_by_scenario[scenario]
+    assert set(outcomes) == set(TEST_CELLS)
+    assert not failing(outcomes), {g: outcomes[g].message for g in failing(outcomes)}
+
+
+def test_sample_scores_in_process_match_expected_json(outcomes_by_scenario):
+    """The in-process run agrees with expected.json (which the real grader checks)."""
+    expected = build_samples_expected()
+    for scenario, cells in expected.items():
+        if scenario == "blank":
+            continue
+        got = {g: (POINTS[g] if o.passed else 0) for g, o in outcomes_by_scenario[scenario].items()}
+        assert got == cells, scenario
+
+
+def build_samples_expected() -> dict:
+    import json
+
+    return json.loads((SAMPLES / "expected.json").read_text())
+
+
+# ---------------------------------------------------------------------------
+# Each check catches its mistake, and its message names the mistake
+# ---------------------------------------------------------------------------
+
+CAUGHT = [
+    # (test cell, scenario or mutant, words the message must contain)
+    ("test_part1_answers_answer_1", "mistake-by-hand-answers", "raw target probability"),
+    ("test_part1_answers_answer_2", "mistake-by-hand-answers", "without the cap at 1"),
+    ("test_part1_answers_answer_3", "mistake-by-hand-answers", "sum of max"),
+    ("test_check_understanding_choice", "mistake-by-hand-answers", "heuristic"),
+    (
+        "test_accept_prob_ratio_below_one",
+        "mistake-raw-target-probability",
+        "raw target probability",
+    ),
+    ("test_accept_prob_ratio_below_one", "mistake-inverted-ratio", "inverted ratio"),
+    ("test_accept_prob_caps_at_one", "mistake-no-cap", "without the cap at 1"),
+    ("test_accept_prob_caps_at_one", "mistake-inverted-ratio", "inverted ratio"),
+    ("test_accept_prob_rejects_bad_q", "mistake-no-input-checks", "expected ValueError"),
+    ("test_accept_prob_rejects_bad_q", "accept-prob-misses-nan", "nan"),
+    ("test_overall_acceptance_sums_min_p_q", "overall-sum-of-max", "sum of max"),
+    ("test_overall_acceptance_extremes", "overall-sum-of-max", "sum of max"),
+    ("test_overall_acceptance_rejects_mismatched_lengths", "mistake-no-input-checks", "zip stops"),
+    ("test_overall_acceptance_rejects_mismatched_lengths", "overall-broadcasts", "broadcasts"),
+    # statistical checks: each fails on a mutant
+    ("test_propose_and_test_tokens_follow_q", "mistake-draw-from-p", "drawing from p"),
+    ("test_propose_and_test_tokens_follow_q", "uniform-draw", "drawing uniformly"),
+    ("test_propose_and_test_tokens_follow_q", "reseeded-in-propose", "restarts on every call"),
+    (
+        "test_propose_and_test_acceptance_rate",
+        "mistake-raw-target-probability-inline",
+        "raw target probability",
+    ),
+    ("test_propose_and_test_acceptance_rate", "inverted-ratio-inline", "inverted ratio"),
+    ("test_propose_and_test_acceptance_rate", "reversed-comparison", "reversed comparison"),
+    ("test_propose_and_test_acceptance_rate", "top-choice-heuristic", "expected"),
+    ("test_propose_and_test_acceptance_rate", "always-accept", "expected"),
+    (
+        "test_empirical_acceptance_converges_to_overall_acceptance",
+        "mistake-count-not-fraction",
+        "count instead of a fraction",
+    ),
+    (
+        "test_empirical_acceptance_converges_to_overall_acceptance",
+        "mistake-reseeded-generator",
+        "generator recreated inside the loop",
+    ),
+    (
+        "test_empirical_acceptance_converges_to_overall_acceptance",
+        "empirical-raw-inline",
+        "raw target probability",
+    ),
+    ("test_empirical_acceptance_same_seed_same_result", "fixed-seed", "ignores the seed"),
+    ("test_empirical_acceptance_same_seed_same_result", "unseeded", "same seed must give"),
+    # zero-variance checks
+    (
+        "test_propose_and_test_always_accepts_when_p_equals_q",
+        "mistake-raw-target-probability-inline",
+        "raw target probability",
+    ),
+    ("test_propose_and_test_never_accepts_disjoint_supports", "always-accept", "which has p["),
+    (
+        "test_propose_and_test_never_accepts_disjoint_supports",
+        "mistake-draw-from-p",
+        "instead of q",
+    ),
+    (
+        "test_empirical_acceptance_extremes",
+        "mistake-count-not-fraction",
+        "count instead of a fraction",
+    ),
+    (
+        "test_propose_and_test_returns_token_and_flag",
+        "returns-only-the-flag",
+        "expected 2 values (token, accepted)",
+    ),
+    # randomness and protocol
+    ("test_propose_and_test_uses_only_rng", "reseeded-in-propose", "did not draw from rng"),
+    ("test_propose_and_test_uses_only_rng", "mistake-global-rng", "global random state"),
+    (
+        "test_empirical_acceptance_leaves_global_random_state",
+        "mistake-global-rng",
+        "global random state",
+    ),
+    (
+        "test_empirical_acceptance_returns_a_fraction",
+        "mistake-count-not-fraction",
+        "count instead of a fraction",
+    ),
+    (
+        "test_empirical_acceptance_returns_a_fraction",
+        "empirical-mean-of-probabilities",
+        "whole number of accepted",
+    ),
+    (
+        "test_empirical_acceptance_rejects_fewer_than_one_trial",
+        "mistake-no-input-checks",
+        "expected ValueError",
+    ),
+    ("test_propose_and_test_seeded", "mistake-global-rng", "exactly two draws"),
+    ("test_empirical_acceptance_seeded", "mistake-global-rng", "create one generator"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cell", "scenario", "words"), CAUGHT, ids=[f"{c}-{s}" for c, s, _ in CAUGHT]
+)
+def test_each_check_fails_on_its_mistake_and_names_it(outcomes_by_scenario, cell, scenario, words):
+    outcome = outcomes_by_scenario[scenario][cell]
+    assert not outcome.passed, f"{cell} passed on {scenario}"
+    assert words.lower() in outcome.message.lower(), outcome.message
+
+
+def test_every_test_cell_is_shown_to_fail_on_some_mistake():
+    caught = {cell for cell, _, _ in CAUGHT}
+    assert caught == set(TEST_CELLS)
+
+
+@pytest.mark.parametrize("scenario", [*SAMPLE_BODIES, *MUTANTS])
+def test_messages_say_what_was_called_and_what_was_expected(outcomes_by_scenario, scenario):
+    for gid, outcome in outcomes_by_scenario[scenario].items():
+        if outcome.passed or "reference implementation" in outcome.message:
+            continue
+        assert outcome.message.startswith("AssertionError: "), (gid, outcome.message)
+        message = outcome.message
+        # What was expected, and what came back (or was called).
+        assert re.search(r"expected|must|should", message), (gid, message)
+        assert re.search(r"\w+\(|answer_\d|choice", message), (gid, message)
+
+
+# ---------------------------------------------------------------------------
+# No cascade, and the guard against the reference
+# ---------------------------------------------------------------------------
+
+ONE_FUNCTION_MISTAKES = {
+    "mistake-raw-target-probability": "accept_prob",
+    "mistake-inverted-ratio": "accept_prob",
+    "mistake-no-cap": "accept_prob",
+    "mistake-raw-target-probability-inline": "propose_and_test",
+    "mistake-draw-from-p": "propose_and_test",
+    "reversed-comparison": "propose_and_test",
+    "mistake-count-not-fraction": "empirical_acceptance",
+    "mistake-reseeded-generator": "empirical_acceptance",
+}
+
+
+@pytest.mark.parametrize(("scenario", "function"), ONE_FUNCTION_MISTAKES.items())
+def test_a_mistake_in_one_function_costs_points_only_in_its_own_cells(
+    outcomes_by_scenario, scenario, function
+):
+    """propose_and_test calls accept_prob and empirical_acceptance calls both, but their
+    tests substitute the reference for the callees: no cascade."""
+    failed = failing(outcomes_by_scenario[scenario])
+    assert failed
+    assert {function_of(gid) for gid in failed} == {function}
+
+
+def test_the_callees_are_the_learners_again_after_each_cell():
+    """use_reference_for_cell gives the learner's accept_prob and propose_and_test back."""
+    outcomes, ns = execute(SAMPLE_BODIES["mistake-raw-target-probability"])
+    assert not outcomes["test_accept_prob_ratio_below_one"].passed
+    assert ns["accept_prob"](0.5, 0.8) == 0.5  # the learner's (wrong) one, not the reference's
+    for name in ("accept_prob", "propose_and_test", "empirical_acceptance"):
+        assert ns[name].__module__ == "__main__", name
+
+
+def test_a_learner_who_imports_the_reference_fails_every_later_test(outcomes_by_scenario):
+    outcomes = outcomes_by_scenario["mistake-imports-reference"]
+    order = list(TEST_CELLS)
+    first_after = order.index("test_accept_prob_ratio_below_one")
+    for gid in order[first_after:]:
+        assert not outcomes[gid].passed, gid
+        assert "reference implementation" in outcomes[gid].message
+    # Part 1 is answered by hand and graded before the import ran.
+    assert all(outcomes[gid].passed for gid in order[:first_after])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # an alias imported at the top of the cell
+        """
+    import specdec_reference as sr
+
+    def accept_prob(p, q):
+        return sr.accept_prob(p, q)
+    """,
+        # a name imported from a submodule
+        """
+    from specdec_reference.acceptance import accept_prob as _helper
+
+    def accept_prob(p, q):
+        return _helper(p, q)
+    """,
+        # hidden behind importlib
+        """
+    import importlib
+
+    def accept_prob(p, q):
+        return importlib.import_module("specdec_reference").accept_prob(p, q)
+    """,
+    ],
+)
+def test_the_guard_catches_other_ways_of_using_the_reference(body):
+    cell = TEST_CELLS["test_accept_prob_ratio_below_one"].source
+    ns = {"__name__": "__main__", "_ih": ["", textwrap.dedent(body)], "_specdec_preloaded": False}
+    exec(textwrap.dedent(body), ns)
+    with pytest.raises(AssertionError, match="reference implementation"):
+        exec(cell, ns)
+    # Without the cell history (a kernel that keeps none), the code inspection catches it.
+    ns["_ih"] = []
+    with pytest.raises(AssertionError, match="must be your own code"):
+        exec(cell, ns)
+
+
+def test_the_guard_catches_an_import_before_the_first_test():
+    """The first hidden test records that the reference was already imported."""
+    cell = TEST_CELLS["test_part1_answers_answer_1"].source
+    ns = {"__name__": "__main__", "_ih": [], "_specdec_preloaded": True, "answer_1": 0.625}
+    with pytest.raises(AssertionError, match="imported before the tests ran"):
+        exec(cell, ns)
+
+
+# ---------------------------------------------------------------------------
+# The notebook states what it grades
+# ---------------------------------------------------------------------------
+
+DOCSTRING_PROMISES = {
+    # function: phrases its docstring must contain, one per graded behaviour
+    "accept_prob": [
+        "min(1, p / q)",
+        "p / q when p < q",
+        "1 when p >= q",
+        "ValueError",
+        "zero, negative or NaN",
+    ],
+    "overall_acceptance": [
+        "min(p[i], q[i])",
+        "1 when p equals q",
+        "0 when no token",
+        "different lengths",
+    ],
+    "propose_and_test": [
+        "rng.choice(len(q), p=q)",
+        "rng.random()",
+        "token : int",
+        "accepted : bool",
+        "tokens follow q",
+        "min(1, p[t] / q[t])",
+        "always when p equals q",
+        "never when p[t] is 0",
+        "same generator state gives the same result",
+        "advances rng",
+        "exactly two",
+        "np.random's global functions",
+    ],
+    "empirical_acceptance": [
+        "np.random.default_rng(seed)",
+        "trials < 1",
+        "ValueError",
+        "between 0 and 1",
+        "multiple of",
+        "approaches overall_acceptance",
+        "1 when p equals q",
+        "same seed gives the same result",
+        "different seeds",
+        "global random state",
+    ],
+}
+
+
+@pytest.mark.parametrize(("function", "phrases"), DOCSTRING_PROMISES.items())
+def test_docstrings_state_the_graded_behaviour(function, phrases):
+    cell = next(c for c in SOURCE_NB.cells if c.get("id") == function)
+    docstring = " ".join(cell.source.split('"""')[1].split())
+    for phrase in phrases:
+        assert " ".join(phrase.split()) in docstring, f"{function}'s docstring lacks {phrase!r}"
+
+
+def test_test_cells_still_end_with_a_statement_once_hidden_tests_are_removed():
+    """The hidden block comes first, so the learner's cell ends with its visible asserts."""
+    for gid, cell in TEST_CELLS.items():
+        release_view = re.sub(
+            r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n", "", cell.source, flags=re.S
+        )
+        assert "specdec_reference" not in release_view, gid
+        body = ast.parse(release_view).body
+        assert len(body) > 1 and not isinstance(body[-1], ast.Expr), gid
+
+
+STATISTICAL = [
+    "test_propose_and_test_tokens_follow_q",
+    "test_propose_and_test_acceptance_rate",
+    "test_empirical_acceptance_converges_to_overall_acceptance",
+    "test_empirical_acceptance_same_seed_same_result",
+]
+
+
+@pytest.mark.parametrize("cell", STATISTICAL)
+def test_statistical_checks_state_seed_sample_size_and_bound(cell):
+    source = TEST_CELLS[cell].source
+    comments = " ".join(
+        line.strip("# ") for line in source.splitlines() if line.strip().startswith("#")
+    )
+    assert re.search(r"seeds? \d+", comments, re.I), comments
+    assert re.search(r"\d+ (calls|trials)", comments), comments
+    assert re.search(r"1e-(6|12)", comments), comments
+
+
+def test_statistical_checks_weigh_more_than_seeded_exactness():
+    seeded = sum(p for g, p in POINTS.items() if g.endswith("_seeded"))
+    statistical = sum(POINTS[g] for g in STATISTICAL)
+    assert statistical >= 3 * seeded
+    assert all(POINTS[g] == 1 for g in POINTS if g.endswith("_seeded"))
+
+
+def test_points_in_headings_match_the_test_cells():
+    headings = {c.source.splitlines()[0]: c for c in SOURCE_NB.cells if c.cell_type == "markdown"}
+    part_points = {
+        "## Part 1": sum(p for g, p in POINTS.items() if g.startswith("test_part1_answers")),
+        "## Part 2": sum(p for g, p in POINTS.items() if function_of(g) in FUNCTIONS),
+        "## Check your understanding": POINTS["test_check_understanding_choice"],
+    }
+    for prefix, points in part_points.items():
+        heading = next(h for h in headings if h.startswith(prefix))
+        assert f"({points} point" in heading, heading
+    for function in FUNCTIONS:
+        heading = next(h for h in headings if h.startswith(f"### `{function}`"))
+        points = sum(p for g, p in POINTS.items() if function_of(g) == function)
+        assert f"({points} points)" in heading, heading
+
+
+def test_hidden_suite_is_fast_in_process():
+    """All test cells of the reference solution take well under the grader's budget."""
+    outcomes = run_in_process()
+    assert sum(o.seconds for o in outcomes.values()) < 10
