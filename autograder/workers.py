@@ -79,6 +79,10 @@ def grade_job(job: Job) -> dict:
         result["reason"] = "the grader failed on this submission: " + traceback.format_exc(limit=3)
     finally:
         killed = kill_marked_processes(marker)
+        if job.sandbox:
+            from autograder import sandbox
+
+            killed += sandbox.kill_leftovers(job_dir)  # also what cleared its environment
         if killed:
             result["flags"].append(f"left {killed} process(es) running after grading (killed)")
         if not job.keep_scratch:
@@ -113,16 +117,17 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     preprocessors = [GuardedExecute if p.__name__ == "Execute" else p
                      for p in _default_autograde_preprocessors()]
     # --- sandbox / integrity hooks (autograder.sandbox, autograder.integrity) ---------------
-    if job.sandbox:
-        from autograder import sandbox
-
-        sandbox.configure(config, job_dir=job_dir, limits=job.limits or sandbox.Limits())
     try:
         from autograder import integrity
 
         preprocessors = _insert_integrity(preprocessors, integrity.preprocessors())
     except ImportError:
         integrity = None
+    if job.sandbox:
+        from autograder import sandbox
+
+        sandbox.configure(config, job_dir=job_dir, limits=job.limits or sandbox.Limits())
+        preprocessors = [sandbox.executor(p) for p in preprocessors]
     # ---------------------------------------------------------------------------------------
     config.Autograde.autograde_preprocessors = preprocessors
 
@@ -175,6 +180,9 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     if integrity is not None:
         result["flags"] += integrity.static_flags(nbformat.reads(job.data.decode("utf-8"), 4))
         result["flags"] += integrity.runtime_flags(executed, {"job_dir": str(job_dir)})
+        by_cell = integrity.cell_flags(executed)
+        for cell in result["cells"]:
+            cell["flags"] += [f for f in by_cell.get(cell["grade_id"], []) if f not in cell["flags"]]
     result["autograded"] = nbformat.writes(executed)
 
 

@@ -67,16 +67,15 @@ def test_a_correct_solution_that_emits_a_runtime_warning_keeps_its_points(graded
     assert result["score"] == result["max_score"] == 27
 
 
-def test_a_learner_who_imports_the_reference_fails_every_later_test_cell(graded):
+def test_a_learner_who_imports_the_reference_forfeits_every_test_cell(graded):
+    """Using the reference is caught (hidden tests and the grader's audit) and costs all points."""
     result = graded["mistake-imports-reference"]
     cells = {c["grade_id"]: c for c in result["cells"]}
     assert cells.keys() == EXPECTED["mistake-imports-reference"].keys()
-    for grade_id, cell in cells.items():
-        if grade_id.startswith("test_part1_answers"):  # graded before the import ran
-            assert cell["score"] == cell["max_score"], cell
-        else:
-            assert cell["score"] == 0, cell
-            assert "reference implementation" in cell["message"], cell
+    assert "uses-reference" in result["flags"]
+    for cell in cells.values():
+        assert cell["score"] == 0, cell
+        assert "reference implementation" in cell["message"], cell
 
 
 def test_run_all_on_the_solved_notebook_takes_under_3_seconds():

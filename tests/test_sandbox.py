@@ -1,0 +1,421 @@
+"""The bubblewrap sandbox, tested directly with nbclient on small notebooks.
+
+Each test starts real kernels in the sandbox (markers ``sandbox`` and ``kernel``).
+The layout mimics grading: a course root with ``gradebook.db``, ``source/`` and two
+workers' job directories under ``.scratch/``; the kernel runs in one job's notebook
+directory and must see none of the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
+from traitlets.config import Config
+
+from autograder import sandbox
+from autograder.sandbox import Limits, SandboxedKernelManager, kill_leftovers, sandbox_problem
+
+pytestmark = [pytest.mark.sandbox, pytest.mark.kernel]
+
+SMALL = Limits(
+    memory_bytes=512 * 1024**2,
+    cpu_seconds=20,
+    max_processes=32,
+    file_size_bytes=1024**2,
+    scratch_bytes=8 * 1024**2,
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_sandbox():
+    problem = sandbox_problem()
+    if problem is not None:  # test_sandbox_runs_on_this_machine fails with the reason
+        pytest.skip(f"sandbox unavailable: {problem}")
+
+
+@pytest.fixture
+def course(tmp_path) -> dict[str, Path]:
+    """A fake course root with a gradebook, a source notebook and two workers' jobs."""
+    root = tmp_path / "course"
+    (root / "source" / "e7").mkdir(parents=True)
+    (root / "source" / "e7" / "lesson.ipynb").write_text('{"solution": "SECRET"}')
+    (root / "gradebook.db").write_text("GRADEBOOK")
+    job = root / ".scratch" / "job-alice"
+    nbdir = job / "course" / "autograded" / "alice" / "e7"
+    nbdir.mkdir(parents=True)
+    (nbdir / "lesson.ipynb").write_text('{"hidden": "tests"}')
+    (nbdir / "data.csv").write_text("1,2,3\n")
+    other = root / ".scratch" / "job-bob" / "course" / "autograded" / "bob" / "e7"
+    other.mkdir(parents=True)
+    (other / "lesson.ipynb").write_text('{"bob": "answers"}')
+    return {"root": root, "job": job, "nbdir": nbdir, "other": other}
+
+
+def run(cells, course, *, limits=SMALL, timeout=10, metadata=None, **client_kw):
+    """Execute ``cells`` in a sandboxed kernel; return (notebook, exception or None)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(src)) for src in cells]
+    for cell, meta in zip(nb.cells, metadata or [], strict=False):
+        cell.metadata.update(meta)
+    config = Config()
+    sandbox.configure(config, job_dir=course["job"], limits=limits)
+    client = NotebookClient(
+        nb,
+        config=config,
+        kernel_manager_class=SandboxedKernelManager,
+        kernel_name="python3",
+        timeout=timeout,
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        resources={"metadata": {"path": str(course["nbdir"])}},
+        on_cell_execute=config.Execute.on_cell_execute,
+        **client_kw,
+    )
+    try:
+        client.execute()
+        error = None
+    except Exception as exc:  # the test decides whether it is expected
+        error = exc
+    return nb, error
+
+
+def stdout(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+
+
+def errors(cell) -> list[str]:
+    return [o["ename"] for o in cell.outputs if o.get("output_type") == "error"]
+
+
+def alive_in_sandboxes(job: Path) -> list[int]:
+    """Pids still running in this job's sandboxes."""
+    return sandbox.running(job)
+
+
+def test_sandbox_runs_on_this_machine():
+    assert sandbox_problem() is None
+
+
+def test_isolated_kernel_sees_only_its_scratch_directory(course, tmp_path):
+    root, nbdir, other = course["root"], course["nbdir"], course["other"]
+    os.environ["SPECDEC_TEST_SECRET"] = "grader-only"
+    home_entries = [
+        str(p)
+        for p in Path.home().iterdir()
+        if not any(
+            str(Path(x).resolve()).startswith(str(p.resolve()))
+            for x in (sys.prefix, sys.base_prefix)
+        )
+    ][:20]
+    probe = f"""
+        import json, os
+        paths = {{
+            "gradebook (relative)": "../../../../../../gradebook.db",
+            "gradebook (absolute)": {str(root / "gradebook.db")!r},
+            "source (relative)": "../../../../../../source/e7/lesson.ipynb",
+            "source (absolute)": {str(root / "source" / "e7" / "lesson.ipynb")!r},
+            "own notebook": {str(nbdir / "lesson.ipynb")!r},
+            "other job": {str(other / "lesson.ipynb")!r},
+        }}
+        home = {home_entries!r}
+        print(json.dumps({{
+            "visible": [k for k, p in paths.items() if os.path.exists(p)],
+            "home": [p for p in home if os.path.exists(p)],
+            "data": open("data.csv").read(),
+            "cwd": os.getcwd(),
+            "uid": os.getuid(),
+            "secret": os.environ.get("SPECDEC_TEST_SECRET"),
+            "caps": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")],
+            "root": sorted(os.listdir("/")),
+        }}))
+    """
+    try:
+        nb, error = run([probe], course)
+    finally:
+        del os.environ["SPECDEC_TEST_SECRET"]
+    assert error is None, error
+    seen = json.loads(stdout(nb.cells[0]))
+    assert seen["visible"] == []
+    assert seen["home"] == []
+    assert seen["data"] == "1,2,3\n"
+    assert seen["cwd"] == str(nbdir)
+    assert seen["secret"] is None
+    assert seen["caps"] == ["0000000000000000"]
+    if os.geteuid() == 0:
+        assert seen["uid"] == sandbox.SANDBOX_UID
+    assert not kill_leftovers(course["job"])
+
+
+def test_writes_stay_in_the_sandbox(course):
+    root, nbdir = course["root"], course["nbdir"]
+    targets = {
+        "course root": str(root / "MARKER"),
+        "gradebook": str(root / "gradebook.db"),
+        "filesystem root": "/MARKER",
+        "usr": "/usr/MARKER",
+        "python": os.path.join(sys.prefix, "MARKER"),
+        "reference": "/opt/specdec/MARKER",
+        "other job": str(course["other"] / "MARKER"),
+        "data file": "data.csv",
+    }
+    cell = f"""
+        import json
+        done = {{}}
+        for name, path in {targets!r}.items():
+            try:
+                with open(path, "a") as f:
+                    f.write("pwned")
+                done[name] = "written"
+            except OSError as exc:
+                done[name] = type(exc).__name__
+        open("scratch.txt", "w").write("mine")
+        done["scratch"] = open("scratch.txt").read()
+        print(json.dumps(done))
+    """
+    nb, error = run([cell], course)
+    assert error is None, error
+    done = json.loads(stdout(nb.cells[0]))
+    assert done.pop("scratch") == "mine"  # its working directory is writable...
+    # Outside its tmpfs mounts (cwd, /tmp) every write fails.  (The test's course lives
+    # under /tmp, so writing to its path inside the sandbox lands in the sandbox's /tmp.)
+    for name in ("filesystem root", "usr", "python", "reference", "data file"):
+        assert done[name] != "written", (name, done)
+    assert not (root / "MARKER").exists()
+    assert not (course["other"] / "MARKER").exists()
+    assert (root / "gradebook.db").read_text() == "GRADEBOOK"
+    assert (nbdir / "data.csv").read_text() == "1,2,3\n"
+    assert not (nbdir / "scratch.txt").exists()  # ...but it is a tmpfs: nothing reaches the host
+
+
+def test_no_network_not_even_loopback(course):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    accepted = []
+    server.settimeout(8)
+    threading.Thread(target=lambda: accepted.append(_accept(server)), daemon=True).start()
+    cell = f"""
+        import socket
+        results = []
+        for host in ("127.0.0.1", "localhost", "pypi.org"):
+            try:
+                socket.create_connection((host, {port}), timeout=2).close()
+                results.append("connected")
+            except OSError as exc:
+                results.append(type(exc).__name__)
+        print(results)
+    """
+    try:
+        nb, error = run([cell], course)
+    finally:
+        server.close()
+    assert error is None, error
+    assert "connected" not in stdout(nb.cells[0])
+    assert accepted in ([], [None])
+
+
+def _accept(server):
+    try:
+        return server.accept()[0]
+    except OSError:
+        return None
+
+
+def test_correct_notebook_runs_with_numpy_and_matplotlib(course):
+    cells = [
+        "import numpy as np\nimport matplotlib.pyplot as plt",
+        "rng = np.random.default_rng(0)\nx = rng.random(1000)\nprint(round(float(x.mean()), 3))",
+        "plt.plot(np.sort(x))\nplt.show()",
+    ]
+    nb, error = run(cells, course, timeout=30)
+    assert error is None, error
+    assert all(not errors(c) for c in nb.cells)
+    import numpy as np
+
+    expected = round(float(np.random.default_rng(0).random(1000).mean()), 3)
+    assert stdout(nb.cells[1]).strip() == str(expected)
+    assert any("image/png" in o.get("data", {}) for o in nb.cells[2].outputs)
+    stderr = [o for c in nb.cells for o in c.outputs if o.get("name") == "stderr"]
+    assert stderr == []  # no matplotlib cache warning: it gets a writable config dir
+
+
+def test_memory_bomb_raises_memory_error(course):
+    cells = [
+        "blob = bytearray(4 * 1024**3)",  # 4 GiB against a 512 MiB limit
+        "import numpy as np\nbig = np.ones(2**30)",
+        "print('still alive')",
+    ]
+    nb, error = run(cells, course)
+    assert error is None, error
+    assert errors(nb.cells[0]) == ["MemoryError"]
+    assert errors(nb.cells[1]) == ["MemoryError"]
+    assert stdout(nb.cells[2]).strip() == "still alive"
+
+
+def test_process_count_is_capped_and_nothing_survives(course):
+    cell = """
+        import os, time
+        started = 0
+        try:
+            for _ in range(200):
+                if os.fork() == 0:
+                    time.sleep(120)
+                    os._exit(0)
+                started += 1
+        except OSError as exc:
+            print("stopped by", type(exc).__name__)
+        print("started", started)
+    """
+    nb, error = run([cell], course)
+    assert error is None, error
+    out = stdout(nb.cells[0])
+    started = int(out.split("started")[1])
+    assert "stopped by BlockingIOError" in out
+    assert started < SMALL.max_processes
+    assert alive_in_sandboxes(course["job"]) == []
+    assert kill_leftovers(course["job"]) == 0
+
+
+def test_infinite_loop_is_interrupted_and_the_next_cell_runs(course):
+    nb, error = run(["while True:\n    pass", "print('after')"], course, timeout=2)
+    assert error is None, error
+    assert "KeyboardInterrupt" in errors(nb.cells[0])
+    assert stdout(nb.cells[1]).strip() == "after"
+
+
+def test_loop_that_ignores_interrupts_is_killed(course):
+    cell = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    start = time.monotonic()
+    nb, error = run(
+        [cell, "print('after')"],
+        course,
+        timeout=2,
+        iopub_timeout=2,
+        error_on_timeout={"ename": "CellTimeoutError", "evalue": "", "traceback": []},
+    )
+    assert time.monotonic() - start < 30  # not the 20 s of CPU time it may burn
+    assert stdout(nb.cells[1]).strip() != "after"
+    assert alive_in_sandboxes(course["job"]) == []
+
+
+def test_cpu_time_limit_kills_a_busy_kernel(course):
+    limits = Limits(**{**SMALL.__dict__, "cpu_seconds": 2})
+    nb, error = run(["while True:\n    pass"], course, limits=limits, timeout=30)
+    assert isinstance(error, DeadKernelError)
+    assert alive_in_sandboxes(course["job"]) == []
+
+
+def test_os_exit_ends_the_kernel_and_leaves_nothing(course):
+    nb, error = run(["import os\nos._exit(3)", "print('after')"], course)
+    assert isinstance(error, DeadKernelError)
+    assert alive_in_sandboxes(course["job"]) == []
+
+
+def test_file_size_and_scratch_space_are_capped(course):
+    cell = """
+        import errno
+        out = {}
+        for name, size in (("big.bin", 2 * 1024**2), ("/tmp/big.bin", 2 * 1024**2)):
+            try:
+                with open(name, "wb") as f:
+                    f.write(b"x" * size)
+                out[name] = "written"
+            except OSError as exc:
+                out[name] = errno.errorcode[exc.errno]
+        total = 0
+        try:
+            for i in range(100):
+                with open(f"part{i}.bin", "wb") as f:
+                    f.write(b"x" * (512 * 1024))
+                total += 1
+        except OSError as exc:
+            out["parts"] = errno.errorcode[exc.errno]
+        out["total"] = total
+        print(out)
+    """
+    nb, error = run([cell], course)
+    assert error is None, error
+    out = eval(stdout(nb.cells[0]))  # a dict literal printed by the kernel
+    assert out["big.bin"] == "EFBIG" and out["/tmp/big.bin"] == "EFBIG"
+    assert out["parts"] == "ENOSPC"
+    assert out["total"] * 512 * 1024 <= SMALL.scratch_bytes
+
+
+def test_kill_leftovers_kills_detached_processes(course):
+    cell = """
+        import subprocess
+        subprocess.Popen(["sleep", "300"], start_new_session=True)
+        print("spawned")
+    """
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(textwrap.dedent(cell))])
+    config = Config()
+    sandbox.configure(config, job_dir=course["job"], limits=SMALL)
+    client = NotebookClient(
+        nb,
+        config=config,
+        kernel_manager_class=SandboxedKernelManager,
+        kernel_name="python3",
+        timeout=10,
+        allow_errors=True,
+        resources={"metadata": {"path": str(course["nbdir"])}},
+    )
+    with client.setup_kernel():
+        client.execute_cell(nb.cells[0], 0)
+        assert stdout(nb.cells[0]).strip() == "spawned"
+        running = alive_in_sandboxes(course["job"])
+        assert len(running) >= 3  # bwrap's init, the kernel, sleep
+        assert kill_leftovers(course["job"]) >= 3
+        assert alive_in_sandboxes(course["job"]) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gating the reference needs a root grader")
+def test_reference_is_readable_only_while_a_test_cell_runs(course):
+    test_meta = {"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1}}
+    cells = [
+        "try:\n    import specdec_reference\n    print('imported')\nexcept ImportError:\n"
+        "    print('hidden')",
+        "import specdec_reference as _ref\nprint(_ref.accept_prob(0.5, 0.8))",
+        "import os\nprint(os.access('/opt/specdec/specdec_reference', os.R_OK))",
+    ]
+    nb, error = run(cells, course, metadata=[{}, test_meta, {}])
+    assert error is None, error
+    assert stdout(nb.cells[0]).strip() == "hidden"
+    assert stdout(nb.cells[1]).strip() == "0.625"
+    assert stdout(nb.cells[2]).strip() == "False"
+
+
+def test_interrupt_reaches_the_kernel_not_bubblewrap(course):
+    nb, error = run(["import time\ntime.sleep(30)", "print('alive')"], course, timeout=2)
+    assert error is None, error
+    assert "KeyboardInterrupt" in errors(nb.cells[0])
+    assert stdout(nb.cells[1]).strip() == "alive"
+
+
+def test_kernel_processes_are_gone_after_a_normal_run(course):
+    nb, error = run(["import subprocess\np = subprocess.Popen(['sleep', '300'])"], course)
+    assert error is None, error
+    deadline = time.monotonic() + 5
+    while alive_in_sandboxes(course["job"]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert alive_in_sandboxes(course["job"]) == []
+
+
+def test_sandbox_problem_names_a_missing_bwrap(monkeypatch):
+    sandbox.sandbox_problem.cache_clear()
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    try:
+        assert "bubblewrap" in sandbox_problem()
+    finally:
+        sandbox.sandbox_problem.cache_clear()
