@@ -31,22 +31,44 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("assignment", nargs="?")
     p.add_argument("--all", action="store_true", help="every assignment in source/")
     p.add_argument("--course", type=Path, help="course root (default: current directory)")
-    p.add_argument("--no-check", action="store_true",
-                   help="skip autograding the source (full marks) and the release (zero)")
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="skip autograding the source (full marks) and the release (zero)",
+    )
 
     p = sub.add_parser("grade", help="autograde a folder or zip of submissions")
     p.add_argument("assignment")
-    p.add_argument("--submissions", type=Path, required=True,
-                   help="folder of <student>.ipynb, folder of <student>/<any>.ipynb, or a zip")
-    p.add_argument("--workers", type=int, default=_default(grade, "workers"),
-                   help="worker processes (default: number of CPUs)")
+    p.add_argument(
+        "--submissions",
+        type=Path,
+        required=True,
+        help="folder of <student>.ipynb, folder of <student>/<any>.ipynb, or a zip",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=_default(grade, "workers"),
+        help="worker processes (default: number of CPUs)",
+    )
     p.add_argument("--course", type=Path, help="course root (default: current directory)")
-    p.add_argument("--timeout", type=float, default=_default(grade, "timeout"),
-                   help="seconds per cell (default: the course's Execute.timeout)")
-    p.add_argument("--notebook-timeout", type=float, default=_default(grade, "notebook_timeout"),
-                   help="seconds per notebook (default: %(default)s)")
-    p.add_argument("--no-sandbox", action="store_true",
-                   help="run learner code WITHOUT the sandbox (only for code you trust)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=_default(grade, "timeout"),
+        help="seconds per cell (default: the course's Execute.timeout)",
+    )
+    p.add_argument(
+        "--notebook-timeout",
+        type=float,
+        default=_default(grade, "notebook_timeout"),
+        help="seconds per notebook (default: %(default)s)",
+    )
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run learner code WITHOUT the sandbox (only for code you trust)",
+    )
     p.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
 
     p = sub.add_parser("feedback", help="write one HTML feedback page per student")
@@ -58,7 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("assignment")
     p.add_argument("--course", type=Path)
 
-    p = sub.add_parser("demo", help="release, grade the sample submissions, write feedback and report")
+    p = sub.add_parser(
+        "demo", help="release, grade the sample submissions, write feedback and report"
+    )
     p.add_argument("--course", type=Path, help="the repository (default: this checkout)")
     p.add_argument("--workers", type=int, default=None)
 
@@ -77,8 +101,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: finished submissions are recorded; run the same command again to "
-              "grade the rest", file=sys.stderr)
+        print(
+            "interrupted: finished submissions are recorded; run the same command again to "
+            "grade the rest",
+            file=sys.stderr,
+        )
         return 130
 
 
@@ -89,8 +116,9 @@ def _dispatch(args) -> int:
         from autograder.release import ReleaseError, release
 
         try:
-            reports = release(args.assignment, course=args.course, all=args.all,
-                              check=not args.no_check)
+            reports = release(
+                args.assignment, course=args.course, all=args.all, check=not args.no_check
+            )
         except ReleaseError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
@@ -107,10 +135,17 @@ def _dispatch(args) -> int:
         from autograder.progress import ProgressPrinter, print_summary
 
         with ProgressPrinter() as progress:
-            result = grade(args.assignment, submissions=args.submissions, course=args.course,
-                           workers=args.workers, timeout=args.timeout,
-                           notebook_timeout=args.notebook_timeout, sandbox=not args.no_sandbox,
-                           force=args.force, progress=progress)
+            result = grade(
+                args.assignment,
+                submissions=args.submissions,
+                course=args.course,
+                workers=args.workers,
+                timeout=args.timeout,
+                notebook_timeout=args.notebook_timeout,
+                sandbox=not args.no_sandbox,
+                force=args.force,
+                progress=progress,
+            )
         print_summary(result)
         return 0
     if args.command == "feedback":
@@ -132,8 +167,9 @@ def _dispatch(args) -> int:
     if args.command == "lab":
         from autograder.lab import lab
 
-        return lab(course=find_course(args.course), port=args.port,
-                   open_browser=not args.no_browser)
+        return lab(
+            course=find_course(args.course), port=args.port, open_browser=not args.no_browser
+        )
     raise AssertionError(args.command)
 
 

@@ -95,7 +95,9 @@ def collect(path: Path | str, *, notebook: str | None = None) -> list[Submission
         raise UsageError(f"{path} is neither a folder nor a zip file")
     groups = _group_by_student(entries)
     if not groups:
-        raise UsageError(f"no submissions found in {path} (expected <student>.ipynb files or folders)")
+        raise UsageError(
+            f"no submissions found in {path} (expected <student>.ipynb files or folders)"
+        )
     return _make_submissions(groups, notebook)
 
 
@@ -160,7 +162,11 @@ def _zip_entries(path: Path) -> Iterator[Entry]:
                     yield parts + ("",), None, None
                 continue
             if len(parts) > MAX_DEPTH:
-                yield parts[:1] + ("deep",), None, f"zip member {info.filename!r} is nested too deeply"
+                yield (
+                    parts[:1] + ("deep",),
+                    None,
+                    f"zip member {info.filename!r} is nested too deeply",
+                )
                 continue
             mode = info.external_attr >> 16
             if stat.S_ISLNK(mode):
@@ -236,7 +242,9 @@ def _make_submissions(groups: dict[str, list[Entry]], notebook: str | None) -> l
     return sorted(submissions, key=lambda s: s.student)
 
 
-def _pick_notebook(student: str, original: str, entries: list[Entry], notebook: str | None) -> Submission:
+def _pick_notebook(
+    student: str, original: str, entries: list[Entry], notebook: str | None
+) -> Submission:
     problems = [p for _, _, p in entries if p]
     notebooks = [
         (parts, data)
@@ -252,7 +260,9 @@ def _pick_notebook(student: str, original: str, entries: list[Entry], notebook: 
         notebooks = named or notebooks
     if len(notebooks) > 1:
         names = ", ".join("/".join(p) for p, _ in notebooks)
-        return Submission(student, origin, None, f"several notebooks, cannot tell which to grade: {names}")
+        return Submission(
+            student, origin, None, f"several notebooks, cannot tell which to grade: {names}"
+        )
     parts, data = notebooks[0]
     if parts != ("<file>",):
         origin = "/".join((original,) + parts)

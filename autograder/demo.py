@@ -16,8 +16,9 @@ from rich.console import Console
 from autograder.course import assignments
 
 
-def demo(*, repo: Path | str | None = None, workers: int | None = None,
-         console: Console | None = None) -> int:
+def demo(
+    *, repo: Path | str | None = None, workers: int | None = None, console: Console | None = None
+) -> int:
     """Run the demo; return the exit code (0 when everything ran)."""
     from autograder.grade import grade
     from autograder.progress import ProgressPrinter, print_summary
@@ -40,15 +41,23 @@ def demo(*, repo: Path | str | None = None, workers: int | None = None,
         for r in release(assignment, course=course, sandbox=sandbox):
             for nb, (score, total) in r.source_scores.items():
                 blank = r.release_scores.get(nb, (0.0, total))[0]
-                console.print(f"released {nb}.ipynb: source scores {score:g}/{total:g}, "
-                              f"blank release {blank:g}/{total:g}")
+                console.print(
+                    f"released {nb}.ipynb: source scores {score:g}/{total:g}, "
+                    f"blank release {blank:g}/{total:g}"
+                )
         samples = repo / "tests" / "files" / assignment / "submissions"
         if not samples.is_dir():
             console.print(f"(no sample submissions in {samples})")
             continue
         with ProgressPrinter() as progress:
-            result = grade(assignment, submissions=samples, course=course, workers=workers,
-                           sandbox=sandbox, progress=progress)
+            result = grade(
+                assignment,
+                submissions=samples,
+                course=course,
+                workers=workers,
+                sandbox=sandbox,
+                progress=progress,
+            )
         print_summary(result, console)
         try:
             from autograder.report import report
@@ -72,8 +81,10 @@ def _sandbox_ok(console: Console) -> bool:
     else:
         problem = sandbox_problem()
     if problem:
-        console.print(f"[yellow]sandbox unavailable ({problem}); the demo grades the repository's "
-                      "own sample submissions without it[/]")
+        console.print(
+            f"[yellow]sandbox unavailable ({problem}); the demo grades the repository's "
+            "own sample submissions without it[/]"
+        )
     return problem is None
 
 
@@ -84,8 +95,12 @@ def _worked_example(console: Console) -> None:
     e_n = expected_tokens(0.8, 4)
     rate = speed_estimate(0.8, 4, 0.012, 0.001)
     console.rule("[bold]chapter E7 worked example (specdec_reference)")
-    console.print(f"sum of min(p, q) for p=[0.5, 0.3, 0.2], q=[0.25, 0.5, 0.25]: "
-                  f"{overall_acceptance([0.5, 0.3, 0.2], [0.25, 0.5, 0.25]):.2f}")
+    console.print(
+        f"sum of min(p, q) for p=[0.5, 0.3, 0.2], q=[0.25, 0.5, 0.25]: "
+        f"{overall_acceptance([0.5, 0.3, 0.2], [0.25, 0.5, 0.25]):.2f}"
+    )
     console.print(f"E[N] at a=0.8, k=4: {e_n:.4f} tokens per target pass")
-    console.print(f"throughput: {rate:.1f} tokens/s vs 100 tokens/s target-only: "
-                  f"{speedup(0.8, 4, 0.012, 0.001, 0.010):.3f}x")
+    console.print(
+        f"throughput: {rate:.1f} tokens/s vs 100 tokens/s target-only: "
+        f"{speedup(0.8, 4, 0.012, 0.001, 0.010):.3f}x"
+    )

@@ -63,7 +63,7 @@ class GuardedExecute(Execute):
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError as exc:  # raised while starting or shutting down
             self._stop(f"the kernel died ({exc})")
-            for index, cell in enumerate(nb.cells):
+            for cell in nb.cells:
                 if cell.cell_type == "code" and not cell.get("execution_count"):
                     self._mark_not_executed(cell)
             return nb, resources
@@ -85,10 +85,13 @@ class GuardedExecute(Execute):
             cell.outputs.append(self._error("CellTimeoutError", f"cell {index} did not finish"))
         except DeadKernelError:
             self._stop(f"the kernel died while running cell {index}")
-            cell.outputs.append(self._error(
-                "KernelDied",
-                "the kernel stopped while this cell ran (it exited, crashed, or ran out of memory)",
-            ))
+            cell.outputs.append(
+                self._error(
+                    "KernelDied",
+                    "the kernel stopped while this cell ran "
+                    "(it exited, crashed, or ran out of memory)",
+                )
+            )
             return cell, resources
         if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
             if not self._kernel_answers():
@@ -99,19 +102,24 @@ class GuardedExecute(Execute):
     # -- output budget --------------------------------------------------------------------
     def output(self, outs, msg, display_id, cell_index):
         content = msg.get("content", {})
-        size = len(str(content.get("text", ""))) + sum(
-            len(str(v)) for v in content.get("data", {}).values()
-        ) + sum(len(str(line)) for line in content.get("traceback", []))
+        size = (
+            len(str(content.get("text", "")))
+            + sum(len(str(v)) for v in content.get("data", {}).values())
+            + sum(len(str(line)) for line in content.get("traceback", []))
+        )
         spent = self._spent.get(cell_index, 0) + size
         self._spent[cell_index] = spent
         is_error = msg.get("msg_type") == "error"
         if spent > self.max_output_bytes and not is_error:
             if cell_index not in self.truncated_cells:
                 self.truncated_cells.add(cell_index)
-                outs.append(new_output(
-                    "stream", name="stdout",
-                    text=OUTPUT_TRUNCATED_NOTE.format(self.max_output_bytes) + "\n",
-                ))
+                outs.append(
+                    new_output(
+                        "stream",
+                        name="stdout",
+                        text=OUTPUT_TRUNCATED_NOTE.format(self.max_output_bytes) + "\n",
+                    )
+                )
             return None
         return super().output(outs, msg, display_id, cell_index)
 

@@ -126,22 +126,46 @@ def grade(
                 continue
             _store_submitted(root, assignment, notebook, sub)
             if data is None:
-                _record(root, config, assignment, notebook, test_cells,
-                        _invalid(sub, assignment, test_cells), key, out)
+                _record(
+                    root,
+                    config,
+                    assignment,
+                    notebook,
+                    test_cells,
+                    _invalid(sub, assignment, test_cells),
+                    key,
+                    out,
+                )
                 continue
-            jobs.append(Job(
-                assignment=assignment, student=sub.student, notebook=notebook, data=data,
-                template=template, scratch_root=run_root, cell_timeout=timeout,
-                notebook_timeout=notebook_timeout, sandbox=sandbox, limits=limits,
-                keep_scratch=keep_scratch,
-            ))
+            jobs.append(
+                Job(
+                    assignment=assignment,
+                    student=sub.student,
+                    notebook=notebook,
+                    data=data,
+                    template=template,
+                    scratch_root=run_root,
+                    cell_timeout=timeout,
+                    notebook_timeout=notebook_timeout,
+                    sandbox=sandbox,
+                    limits=limits,
+                    keep_scratch=keep_scratch,
+                )
+            )
         keys = {sub.student: _result_key(sub, template_hash, timeout, sandbox) for sub in subs}
         flags = {sub.student: sub.flags for sub in subs}
         total = len(jobs)
         hard = notebook_timeout + 2 * timeout + 120
         for n, (job, result) in enumerate(
-            run_jobs(jobs, workers=workers or os.cpu_count() or 1, hard_timeout=hard,
-                     executor_factory=executor_factory, fn=job_fn), start=1):
+            run_jobs(
+                jobs,
+                workers=workers or os.cpu_count() or 1,
+                hard_timeout=hard,
+                executor_factory=executor_factory,
+                fn=job_fn,
+            ),
+            start=1,
+        ):
             result["flags"] = flags.get(job.student, []) + result.get("flags", [])
             _record(root, config, assignment, notebook, test_cells, result, keys[job.student], out)
             if progress:
@@ -170,6 +194,7 @@ def grade(
 
 # --- templates and the gradebook ---------------------------------------------------------------
 
+
 def build_template(course: Path, assignment: str) -> tuple[Path, str]:
     """A scratch course that workers copy: the config, the source notebooks and a gradebook.
 
@@ -197,8 +222,10 @@ def build_template(course: Path, assignment: str) -> tuple[Path, str]:
     outcome = api.generate_assignment(assignment, force=True, create=True)
     if not outcome.get("success"):
         shutil.rmtree(staging, ignore_errors=True)
-        raise UsageError(f"nbgrader cannot generate {assignment!r}:\n{outcome.get('log', '')}"
-                         f"{outcome.get('error', '')}")
+        raise UsageError(
+            f"nbgrader cannot generate {assignment!r}:\n{outcome.get('log', '')}"
+            f"{outcome.get('error', '')}"
+        )
     shutil.rmtree(staging / "release", ignore_errors=True)
     template.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -218,7 +245,9 @@ def sync_gradebook(course: Path, assignment: str) -> None:
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     outcome = api.generate_assignment(assignment, force=True, create=True)
     if not outcome.get("success"):
-        raise UsageError(f"cannot record {assignment!r} in the gradebook:\n{outcome.get('log', '')}")
+        raise UsageError(
+            f"cannot record {assignment!r} in the gradebook:\n{outcome.get('log', '')}"
+        )
 
 
 def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[str, float]:
@@ -234,7 +263,10 @@ def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[
 
 # --- recording results ---------------------------------------------------------------------------
 
-def _record(course, config, assignment, notebook, test_cells, result, key, out: GradeResult) -> None:
+
+def _record(
+    course, config, assignment, notebook, test_cells, result, key, out: GradeResult
+) -> None:
     """Record one finished submission: results JSON, autograded notebook, gradebook."""
     import warnings
 
@@ -246,8 +278,14 @@ def _record(course, config, assignment, notebook, test_cells, result, key, out: 
     if not result.get("cells"):
         reason = result.get("reason") or "not graded"
         result["cells"] = [
-            {"grade_id": gid, "score": 0.0, "max_score": pts, "status": "failed",
-             "message": f"not graded: {reason}", "flags": []}
+            {
+                "grade_id": gid,
+                "score": 0.0,
+                "max_score": pts,
+                "status": "failed",
+                "message": f"not graded: {reason}",
+                "flags": [],
+            }
             for gid, pts in test_cells.items()
         ]
     result["flags"] = list(dict.fromkeys(result.get("flags", [])))  # each reason once
@@ -294,8 +332,9 @@ def write_csvs(out: GradeResult) -> None:
             r = out.results[s]
             for c in r["cells"]:
                 flags = "; ".join(list(r.get("flags", [])) + list(c.get("flags", [])))
-                writer.writerow([s, c["grade_id"], _num(c["score"]), _num(c["max_score"]),
-                                 c["status"], flags])
+                writer.writerow(
+                    [s, c["grade_id"], _num(c["score"]), _num(c["max_score"]), c["status"], flags]
+                )
 
 
 def _num(x: float) -> str:
@@ -327,9 +366,14 @@ def _readable_notebook(sub: Submission) -> bytes | None:
 
 def _invalid(sub: Submission, assignment: str, test_cells: dict[str, float]) -> dict:
     return {
-        "student": sub.student, "assignment": assignment, "status": "invalid",
-        "reason": sub.problem or "unreadable", "score": 0.0,
-        "max_score": float(sum(test_cells.values())), "flags": list(sub.flags), "cells": [],
+        "student": sub.student,
+        "assignment": assignment,
+        "status": "invalid",
+        "reason": sub.problem or "unreadable",
+        "score": 0.0,
+        "max_score": float(sum(test_cells.values())),
+        "flags": list(sub.flags),
+        "cells": [],
         "seconds": 0.0,
     }
 

@@ -43,8 +43,15 @@ def _warm_up() -> None:
     import autograder.execute  # noqa: F401
 
 
-_PRELOAD = ["autograder.workers", "autograder.execute", "nbgrader.apps", "nbgrader.converters",
-            "nbgrader.api", "nbclient", "jupyter_client"]
+_PRELOAD = [
+    "autograder.workers",
+    "autograder.execute",
+    "nbgrader.apps",
+    "nbgrader.converters",
+    "nbgrader.api",
+    "nbclient",
+    "jupyter_client",
+]
 
 
 def local_executor(workers: int) -> Executor:
@@ -92,20 +99,30 @@ def run_jobs(
                         broken = True
                     except Exception as exc:  # the job function itself raised
                         yield job, _crashed(job, f"the grading worker raised {exc!r}")
-                overdue = [f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout]
+                overdue = [
+                    f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout
+                ]
                 if overdue:
                     for future in overdue:
                         job, _ = in_flight.pop(future)
-                        yield job, _crashed(
-                            job, f"grading took longer than {hard_timeout:g} s; the worker was killed",
-                            status="timeout",
+                        yield (
+                            job,
+                            _crashed(
+                                job,
+                                f"grading took longer than {hard_timeout:g} s; "
+                                "the worker was killed",
+                                status="timeout",
+                            ),
                         )
                     _kill_workers(executor)
                     broken = True
             if broken:
                 suspects = [job for job, _ in in_flight.values()]
                 if solo and len(suspects) == 1:
-                    yield suspects[0], _crashed(suspects[0], "the grading worker crashed on this submission")
+                    yield (
+                        suspects[0],
+                        _crashed(suspects[0], "the grading worker crashed on this submission"),
+                    )
                 elif solo:
                     alone.extendleft(reversed(suspects))
                 else:

@@ -21,8 +21,13 @@ class ProgressPrinter:
     def __enter__(self):
         if self.console.is_terminal:
             self.bar = Progress(
-                TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("{task.description}"), console=self.console, transient=True,
+                TextColumn("grading"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.description}"),
+                console=self.console,
+                transient=True,
             )
             self.bar.__enter__()
         return self
@@ -45,8 +50,12 @@ def print_summary(result, console: Console | None = None) -> None:
     """Print the score table of every student graded so far, then where the files are."""
     console = console or Console(soft_wrap=True)
     table = Table(title=f"{result.assignment}: {len(result.results)} submission(s)")
-    for name, justify in (("student", "left"), ("score", "right"), ("status", "left"),
-                          ("notes", "left")):
+    for name, justify in (
+        ("student", "left"),
+        ("score", "right"),
+        ("status", "left"),
+        ("notes", "left"),
+    ):
         table.add_column(name, justify=justify)
     for student in sorted(result.results):
         r = result.results[student]

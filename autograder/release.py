@@ -69,12 +69,16 @@ def release(
     return [_release_one(root, name, check=check, sandbox=sandbox) for name in targets]
 
 
-def _release_one(root: Path, assignment: str, *, check: bool, sandbox: bool | None) -> ReleaseReport:
+def _release_one(
+    root: Path, assignment: str, *, check: bool, sandbox: bool | None
+) -> ReleaseReport:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     if not (root / "source" / assignment).is_dir():
-        raise UsageError(f"unknown assignment {assignment!r} (known: {', '.join(assignments(root))})")
+        raise UsageError(
+            f"unknown assignment {assignment!r} (known: {', '.join(assignments(root))})"
+        )
     staging = Path(tempfile.mkdtemp(prefix="release-", dir=scratch_dir(root)))
     try:
         config = load_config(root)
@@ -169,8 +173,9 @@ def _solution_lines(source: Path) -> set[str]:
     return {ln for ln in lines if len(ln) >= MIN_LEAK_LINE and not ln.startswith("#")}
 
 
-def _self_check(root: Path, assignment: str, generated: Path, report: ReleaseReport,
-                sandbox: bool | None) -> list[str]:
+def _self_check(
+    root: Path, assignment: str, generated: Path, report: ReleaseReport, sandbox: bool | None
+) -> list[str]:
     """Autograde the source (must get full marks) and the release (must get zero)."""
     from autograder.grade import build_template, template_test_cells
     from autograder.pool import run_jobs
@@ -191,9 +196,17 @@ def _self_check(root: Path, assignment: str, generated: Path, report: ReleaseRep
         for path in sorted(generated.glob("*.ipynb")):
             source_nb = root / "source" / assignment / path.name
             for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
-                jobs.append(Job(assignment=assignment, student=student, notebook=path.stem,
-                                data=nb_path.read_bytes(), template=template, scratch_root=run_root,
-                                sandbox=sandbox))
+                jobs.append(
+                    Job(
+                        assignment=assignment,
+                        student=student,
+                        notebook=path.stem,
+                        data=nb_path.read_bytes(),
+                        template=template,
+                        scratch_root=run_root,
+                        sandbox=sandbox,
+                    )
+                )
         if len({j.notebook for j in jobs}) > 1:
             raise UsageError("multi-notebook assignments are not supported by the self-check")
         for job, result in run_jobs(jobs, workers=2, hard_timeout=600):

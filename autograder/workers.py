@@ -114,8 +114,9 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     config.GuardedExecute.iopub_timeout = max(4, int(job.cell_timeout))
     # Only an error fails a test cell here: stderr output (a warning) does not, and a
     # number a test cell happens to display is not read as partial credit.
-    preprocessors = [GuardedExecute if p.__name__ == "Execute" else p
-                     for p in _default_autograde_preprocessors()]
+    preprocessors = [
+        GuardedExecute if p.__name__ == "Execute" else p for p in _default_autograde_preprocessors()
+    ]
     # --- sandbox / integrity hooks (autograder.sandbox, autograder.integrity) ---------------
     try:
         from autograder import integrity
@@ -142,7 +143,8 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
         notebook = gb.find_notebook(job.notebook, job.assignment)
         test_cells = [
-            (c.name, float(c.max_score)) for c in notebook.grade_cells
+            (c.name, float(c.max_score))
+            for c in notebook.grade_cells
             if c.cell_type == "code" and not _is_solution(gb, c.name, job.notebook, job.assignment)
         ]
         nbgrader_scores = _nbgrader_scores(gb, job)
@@ -168,7 +170,9 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     result["score"] = sum(c.score for c in cells)
     result["max_score"] = sum(c.max_score for c in cells)
     stopped = [c for c in cells if c.message.startswith("not run:")]
-    if any(c.status == "timeout" for c in cells) or any("longer than" in c.message for c in stopped):
+    if any(c.status == "timeout" for c in cells) or any(
+        "longer than" in c.message for c in stopped
+    ):
         result["status"] = "timeout"
     elif stopped:
         result["status"] = "failed"
@@ -182,7 +186,9 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
         result["flags"] += integrity.runtime_flags(executed, {"job_dir": str(job_dir)})
         by_cell = integrity.cell_flags(executed)
         for cell in result["cells"]:
-            cell["flags"] += [f for f in by_cell.get(cell["grade_id"], []) if f not in cell["flags"]]
+            cell["flags"] += [
+                f for f in by_cell.get(cell["grade_id"], []) if f not in cell["flags"]
+            ]
     result["autograded"] = nbformat.writes(executed)
 
 
@@ -212,7 +218,10 @@ def score_cells(
         ename, evalue = str(err.get("ename", "Error")), str(err.get("evalue", ""))
         if ename == "CellTimeoutError":
             limit = f" ({cell_timeout:g} s)" if cell_timeout else ""
-            status, message = "timeout", f"the cell ran longer than the time limit{limit} and was stopped"
+            status, message = (
+                "timeout",
+                f"the cell ran longer than the time limit{limit} and was stopped",
+            )
         elif ename == NOT_EXECUTED:
             status, message = "failed", evalue
         else:
@@ -275,9 +284,17 @@ def _nbgrader_scores(gb, job: Job) -> dict[str, float]:
     return {g.name: float(g.auto_score) for g in sub.grades if g.auto_score is not None}
 
 
-_INVALID_HINTS = ("NotJSONError", "JSONDecodeError", "ValidationError", "MissingEntry",
-                  "Notebook does not appear to be JSON", "nbformat", "DuplicateIds",
-                  "duplicate", "UnicodeDecodeError")
+_INVALID_HINTS = (
+    "NotJSONError",
+    "JSONDecodeError",
+    "ValidationError",
+    "MissingEntry",
+    "Notebook does not appear to be JSON",
+    "nbformat",
+    "DuplicateIds",
+    "duplicate",
+    "UnicodeDecodeError",
+)
 
 
 def _looks_invalid(log: str) -> bool:

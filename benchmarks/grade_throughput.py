@@ -38,15 +38,21 @@ def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
     course = new_course(work / "plain")
     nbgrader = str(Path(sys.executable).with_name("nbgrader"))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    subprocess.run([nbgrader, "generate_assignment", ASSIGNMENT], cwd=course, env=env,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [nbgrader, "generate_assignment", ASSIGNMENT],
+        cwd=course,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     for i in range(n):
         folder = course / "submitted" / f"s{i:03d}" / ASSIGNMENT
         folder.mkdir(parents=True)
         shutil.copy2(submission, folder / f"{NOTEBOOK}.ipynb")
     start = time.perf_counter()
-    subprocess.run([nbgrader, "autograde", ASSIGNMENT], cwd=course, env=env, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [nbgrader, "autograde", ASSIGNMENT], cwd=course, env=env, check=True, capture_output=True
+    )
     return time.perf_counter() - start
 
 
@@ -82,8 +88,9 @@ def bare_nbclient(work: Path, repeats: int) -> float:
     for _ in range(repeats):
         nb = nbformat.read(nb_path, as_version=4)
         start = time.perf_counter()
-        NotebookClient(nb, timeout=60, kernel_name="python3",
-                       resources={"metadata": {"path": str(work)}}).execute()
+        NotebookClient(
+            nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(work)}}
+        ).execute()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -101,16 +108,24 @@ def main() -> None:
         plain = plain_nbgrader(work, args.n, submission)
         mine, per_job = ours(work, args.n, submission, args.workers, not args.no_sandbox)
     per_sub = statistics.median(per_job)
-    print(f"submissions: {args.n}   workers: {args.workers}   "
-          f"sandbox: {'off' if args.no_sandbox else 'on'}   cores: {os.cpu_count()}")
+    print(
+        f"submissions: {args.n}   workers: {args.workers}   "
+        f"sandbox: {'off' if args.no_sandbox else 'on'}   cores: {os.cpu_count()}"
+    )
     print(f"bare nbclient, one notebook (median of 3):  {bare:7.2f} s")
-    print(f"plain nbgrader autograde (serial):          {plain:7.2f} s  "
-          f"({args.n / plain * 60:6.1f} submissions/min)")
-    print(f"specdec-course grade:                       {mine:7.2f} s  "
-          f"({args.n / mine * 60:6.1f} submissions/min)")
+    print(
+        f"plain nbgrader autograde (serial):          {plain:7.2f} s  "
+        f"({args.n / plain * 60:6.1f} submissions/min)"
+    )
+    print(
+        f"specdec-course grade:                       {mine:7.2f} s  "
+        f"({args.n / mine * 60:6.1f} submissions/min)"
+    )
     print(f"throughput ratio (ours / plain):            {plain / mine:7.2f}x")
-    print(f"per-submission time in a worker (median):   {per_sub:7.2f} s  "
-          f"= {per_sub / bare:.2f}x bare nbclient")
+    print(
+        f"per-submission time in a worker (median):   {per_sub:7.2f} s  "
+        f"= {per_sub / bare:.2f}x bare nbclient"
+    )
 
 
 if __name__ == "__main__":

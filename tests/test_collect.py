@@ -54,23 +54,29 @@ def test_folder_of_student_folders_with_any_notebook_name(tmp_path):
 
 @pytest.mark.parametrize("wrapper", ["", "Assignment 2 download/"])
 def test_zip_of_files_or_folders_optionally_wrapped(tmp_path, wrapper):
-    archive = zip_with(tmp_path / "lms.zip", {
-        f"{wrapper}alice.ipynb": NB,
-        f"{wrapper}bob/acceptance_tests.ipynb": NB,
-        f"{wrapper}__MACOSX/._alice.ipynb": b"junk",
-    })
+    archive = zip_with(
+        tmp_path / "lms.zip",
+        {
+            f"{wrapper}alice.ipynb": NB,
+            f"{wrapper}bob/acceptance_tests.ipynb": NB,
+            f"{wrapper}__MACOSX/._alice.ipynb": b"junk",
+        },
+    )
     subs = by_student(collect(archive))
     assert sorted(subs) == ["alice", "bob"]
     assert subs["bob"].data == NB
 
 
 def test_zip_slip_and_absolute_paths_are_never_used_as_paths(tmp_path):
-    archive = zip_with(tmp_path / "evil.zip", {
-        "alice.ipynb": NB,
-        "../escaped.ipynb": NB,
-        "/tmp/absolute.ipynb": NB,
-        "carol/../../up.ipynb": NB,
-    })
+    archive = zip_with(
+        tmp_path / "evil.zip",
+        {
+            "alice.ipynb": NB,
+            "../escaped.ipynb": NB,
+            "/tmp/absolute.ipynb": NB,
+            "carol/../../up.ipynb": NB,
+        },
+    )
     before = set(os.listdir(tmp_path))
     subs = by_student(collect(archive))
     assert set(os.listdir(tmp_path)) == before  # nothing was written anywhere
@@ -81,8 +87,9 @@ def test_zip_slip_and_absolute_paths_are_never_used_as_paths(tmp_path):
 
 
 def test_zip_symlink_members_are_not_followed(tmp_path):
-    archive = zip_with(tmp_path / "links.zip", {"alice.ipynb": NB},
-                       symlinks={"mallory.ipynb": "/etc/passwd"})
+    archive = zip_with(
+        tmp_path / "links.zip", {"alice.ipynb": NB}, symlinks={"mallory.ipynb": "/etc/passwd"}
+    )
     subs = by_student(collect(archive))
     assert subs["mallory"].data is None
     assert "symbolic link" in subs["mallory"].problem
@@ -102,11 +109,14 @@ def test_folder_symlinks_are_not_followed(tmp_path):
 def test_too_deep_and_too_large_members_are_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(collect_mod, "MAX_NOTEBOOK_BYTES", 1000)
     deep = "/".join(f"d{i}" for i in range(12))
-    archive = zip_with(tmp_path / "big.zip", {
-        "alice.ipynb": NB,
-        "bob.ipynb": b"{" + b" " * 5000 + b"}",
-        f"carol/{deep}/nb.ipynb": NB,
-    })
+    archive = zip_with(
+        tmp_path / "big.zip",
+        {
+            "alice.ipynb": NB,
+            "bob.ipynb": b"{" + b" " * 5000 + b"}",
+            f"carol/{deep}/nb.ipynb": NB,
+        },
+    )
     subs = by_student(collect(archive))
     assert subs["alice"].problem is None
     assert "larger than" in subs["bob"].problem
@@ -135,15 +145,18 @@ def test_several_notebooks_pick_the_assignment_one_or_refuse(tmp_path):
     assert "several notebooks" in subs["bob"].problem
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("alice", "alice"),
-    ("Zoë Müller", "Zoe_Muller"),
-    ("  spaces  here ", "spaces_here"),
-    ("../../etc/passwd", "etc_passwd"),
-    ("李雷", "student"),
-    (".hidden", "hidden"),
-    ("a" * 200, "a" * 64),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("alice", "alice"),
+        ("Zoë Müller", "Zoe_Muller"),
+        ("  spaces  here ", "spaces_here"),
+        ("../../etc/passwd", "etc_passwd"),
+        ("李雷", "student"),
+        (".hidden", "hidden"),
+        ("a" * 200, "a" * 64),
+    ],
+)
 def test_student_ids_are_normalized_safely(name, expected):
     assert normalize_student_id(name) == expected
 

@@ -45,8 +45,9 @@ def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, 
     write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
     write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
     write_nb(subs / "carol.ipynb", release_nb)
-    result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=10,
-                   sandbox=SANDBOX)
+    result = grade(
+        "mini", submissions=subs, course=mini_course, workers=2, timeout=10, sandbox=SANDBOX
+    )
     assert {s: r["score"] for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
     grades = read_csv(mini_course / "reports/mini/grades.csv")
     assert grades == [
@@ -55,8 +56,14 @@ def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, 
         {"student": "carol", "score": "0", "max_score": "4", "status": "graded"},
     ]
     cells = read_csv(mini_course / "reports/mini/cells.csv")
-    assert [list(r) for r in cells][0] == ["student", "grade_id", "score", "max_score", "status",
-                                           "flags"]
+    assert [list(r) for r in cells][0] == [
+        "student",
+        "grade_id",
+        "score",
+        "max_score",
+        "status",
+        "flags",
+    ]
     bob = {r["grade_id"]: r for r in cells if r["student"] == "bob"}
     assert bob["test_square_hidden"]["status"] == "failed"
     assert bob["test_square_small"]["status"] == "passed"
@@ -98,19 +105,26 @@ def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_
     dup.cells.append(nbformat.from_dict(dict(dup.cells[2])))  # a duplicated test cell
     write_nb(subs / "duplicated-cell.ipynb", dup)
     deleted = fill(release_nb, **CORRECT)
-    deleted.cells = [c for c in deleted.cells
-                     if c.metadata.get("nbgrader", {}).get("grade_id") != "test_square_small"]
+    deleted.cells = [
+        c
+        for c in deleted.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") != "test_square_small"
+    ]
     write_nb(subs / "deleted-test.ipynb", deleted)
     v3 = nbformat.writes(nbformat.v3.convert.downgrade(fill(release_nb, **CORRECT)))
     write_nb(subs / "old-format.ipynb", v3)
     nokernel = fill(release_nb, **CORRECT)
     nokernel.metadata = {}
     write_nb(subs / "no-kernelspec.ipynb", nokernel)
-    result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=10,
-                   sandbox=SANDBOX)
+    result = grade(
+        "mini", submissions=subs, course=mini_course, workers=2, timeout=10, sandbox=SANDBOX
+    )
     r = result.results
     assert r["good"]["score"] == 4 and r["good"]["status"] == "graded"
-    assert r["not-json"]["status"] == "invalid" and "not a valid Jupyter notebook" in r["not-json"]["reason"]
+    assert (
+        r["not-json"]["status"] == "invalid"
+        and "not a valid Jupyter notebook" in r["not-json"]["reason"]
+    )
     assert r["binary"]["status"] == "invalid"
     assert r["exits"]["status"] == "failed" and r["exits"]["score"] == 0
     assert "kernel" in r["exits"]["reason"]
@@ -124,28 +138,39 @@ def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_
 
 def test_a_loop_times_out_and_later_cells_still_run(mini_course, release_nb, tmp_path):
     subs = tmp_path / "subs"
-    write_nb(subs / "loops.ipynb", fill(release_nb, square="def square(x):\n    while True:\n        pass",
-                                        cube=CORRECT["cube"]))
-    result = grade("mini", submissions=subs, course=mini_course, workers=1, timeout=3,
-                   sandbox=SANDBOX)
+    write_nb(
+        subs / "loops.ipynb",
+        fill(
+            release_nb, square="def square(x):\n    while True:\n        pass", cube=CORRECT["cube"]
+        ),
+    )
+    result = grade(
+        "mini", submissions=subs, course=mini_course, workers=1, timeout=3, sandbox=SANDBOX
+    )
     r = result.results["loops"]
     assert r["status"] == "timeout"
     statuses = {c["grade_id"]: c["status"] for c in r["cells"]}
-    assert statuses == {"test_square_small": "timeout", "test_square_hidden": "timeout",
-                        "test_cube": "passed"}
+    assert statuses == {
+        "test_square_small": "timeout",
+        "test_square_hidden": "timeout",
+        "test_cube": "passed",
+    }
     assert "3 s" in r["cells"][0]["message"]
 
 
 def test_a_loop_that_ignores_interrupts_is_killed(mini_course, release_nb, tmp_path):
     subs = tmp_path / "subs"
-    stubborn = ("import signal\n"
-                "def square(x):\n"
-                "    signal.signal(signal.SIGINT, signal.SIG_IGN)  # ipykernel resets it per cell\n"
-                "    while True:\n        pass")
+    stubborn = (
+        "import signal\n"
+        "def square(x):\n"
+        "    signal.signal(signal.SIGINT, signal.SIG_IGN)  # ipykernel resets it per cell\n"
+        "    while True:\n        pass"
+    )
     write_nb(subs / "stubborn.ipynb", fill(release_nb, square=stubborn, cube=CORRECT["cube"]))
     start = time.monotonic()
-    result = grade("mini", submissions=subs, course=mini_course, workers=1, timeout=2,
-                   sandbox=SANDBOX)
+    result = grade(
+        "mini", submissions=subs, course=mini_course, workers=1, timeout=2, sandbox=SANDBOX
+    )
     elapsed = time.monotonic() - start
     r = result.results["stubborn"]
     assert r["score"] == 0 and r["status"] in ("timeout", "failed")
@@ -159,23 +184,38 @@ def test_regrading_gives_the_same_scores(mini_course, release_nb, tmp_path):
     write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
     once = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
     first = cell_scores(mini_course)
-    again = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX,
-                  force=True)
+    again = grade(
+        "mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX, force=True
+    )
     assert sorted(again.graded_now) == ["alice", "bob"]
     messages = {s: [c["message"] for c in r["cells"]] for s, r in once.results.items()}
     assert cell_scores(mini_course) == first, messages
     assert first[("alice", "test_cube")] == 1 and first[("bob", "test_square_hidden")] == 0
 
 
-def test_an_interrupted_run_finishes_on_the_next_without_double_counting(mini_course, release_nb,
-                                                                         tmp_path):
+def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
+    mini_course, release_nb, tmp_path
+):
     subs = tmp_path / "subs"
     for i in range(6):
         write_nb(subs / f"s{i}.ipynb", fill(release_nb, **(CORRECT if i % 2 else WRONG_SQUARE)))
-    args = CLI + ["grade", "mini", "--submissions", str(subs), "--workers", "1",
-                  "--course", str(mini_course)] + ([] if SANDBOX else ["--no-sandbox"])
-    proc = subprocess.Popen(args, start_new_session=True, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    args = (
+        CLI
+        + [
+            "grade",
+            "mini",
+            "--submissions",
+            str(subs),
+            "--workers",
+            "1",
+            "--course",
+            str(mini_course),
+        ]
+        + ([] if SANDBOX else ["--no-sandbox"])
+    )
+    proc = subprocess.Popen(
+        args, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     results = mini_course / "reports/mini/results"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2:
@@ -208,8 +248,14 @@ def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tm
     subs = tmp_path / "subs"
     for name in ("alice", "bob", "mallory"):
         write_nb(subs / f"{name}.ipynb", fill(release_nb, **CORRECT))
-    result = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX,
-                   job_fn=crash_on_mallory)
+    result = grade(
+        "mini",
+        submissions=subs,
+        course=mini_course,
+        workers=2,
+        sandbox=SANDBOX,
+        job_fn=crash_on_mallory,
+    )
     assert result.results["mallory"]["status"] == "failed"
     assert "crashed" in result.results["mallory"]["reason"]
     assert result.results["alice"]["score"] == result.results["bob"]["score"] == 4
@@ -220,8 +266,7 @@ def test_run_jobs_yields_every_job_once_when_workers_crash():
 
     jobs = [Job("a", f"s{i}", "nb", b"", Path("/nonexistent"), Path("/tmp")) for i in range(5)]
     jobs.append(Job("a", "mallory", "nb", b"", Path("/nonexistent"), Path("/tmp")))
-    seen = [job.student for job, _ in run_jobs(jobs, workers=2, hard_timeout=60,
-                                                fn=_crash_or_echo)]
+    seen = [job.student for job, _ in run_jobs(jobs, workers=2, hard_timeout=60, fn=_crash_or_echo)]
     assert sorted(seen) == sorted(j.student for j in jobs)
 
 
@@ -231,25 +276,34 @@ def _crash_or_echo(job):
     return {"student": job.student, "cells": []}
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["grade", "nope", "--submissions", "{subs}"], "unknown assignment"),
-    (["grade", "mini", "--submissions", "{tmp}/missing"], "does not exist"),
-    (["grade", "mini", "--submissions", "{empty}"], "no submissions"),
-    (["release", "nope"], "unknown assignment"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["grade", "nope", "--submissions", "{subs}"], "unknown assignment"),
+        (["grade", "mini", "--submissions", "{tmp}/missing"], "does not exist"),
+        (["grade", "mini", "--submissions", "{empty}"], "no submissions"),
+        (["release", "nope"], "unknown assignment"),
+    ],
+)
 def test_instructor_errors_exit_2_with_a_clear_message(mini_course, tmp_path, args, message):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "a.ipynb").write_text("{}")
     (tmp_path / "empty").mkdir()
     args = [a.format(subs=tmp_path / "subs", tmp=tmp_path, empty=tmp_path / "empty") for a in args]
-    proc = subprocess.run(CLI + args + ["--course", str(mini_course)], capture_output=True, text=True)
+    proc = subprocess.run(
+        CLI + args + ["--course", str(mini_course)], capture_output=True, text=True
+    )
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr
 
 
 def test_not_a_course_exits_2(tmp_path):
-    proc = subprocess.run(CLI + ["grade", "mini", "--submissions", str(tmp_path)], cwd=tmp_path,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        CLI + ["grade", "mini", "--submissions", str(tmp_path)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "not an nbgrader course" in proc.stderr
 
 
@@ -257,7 +311,9 @@ def test_cli_grade_prints_a_summary_and_exits_0(mini_course, release_nb, tmp_pat
     subs = tmp_path / "subs"
     write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
     write_nb(subs / "broken.ipynb", "nope")
-    args = CLI + ["grade", "mini", "--submissions", str(subs)] + ([] if SANDBOX else ["--no-sandbox"])
+    args = (
+        CLI + ["grade", "mini", "--submissions", str(subs)] + ([] if SANDBOX else ["--no-sandbox"])
+    )
     proc = subprocess.run(args, cwd=mini_course, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "alice" in proc.stdout and "4/4" in proc.stdout and "invalid" in proc.stdout
@@ -266,11 +322,13 @@ def test_cli_grade_prints_a_summary_and_exits_0(mini_course, release_nb, tmp_pat
 
 def test_warnings_and_stderr_do_not_cost_points(mini_course, release_nb, tmp_path):
     """Plain nbgrader fails any test cell that writes to stderr; only errors fail here."""
-    noisy = ("import sys, warnings\n"
-             "def square(x):\n"
-             "    warnings.warn('a harmless warning', RuntimeWarning)\n"
-             "    print('debugging', file=sys.stderr)\n"
-             "    return x * x")
+    noisy = (
+        "import sys, warnings\n"
+        "def square(x):\n"
+        "    warnings.warn('a harmless warning', RuntimeWarning)\n"
+        "    print('debugging', file=sys.stderr)\n"
+        "    return x * x"
+    )
     subs = tmp_path / "subs"
     write_nb(subs / "noisy.ipynb", fill(release_nb, square=noisy, cube=CORRECT["cube"]))
     result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)

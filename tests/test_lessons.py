@@ -63,8 +63,9 @@ def graded_samples(lesson_course, releases):
     results = {}
     for a in LESSONS:
         samples = REPO / "tests" / "files" / a / "submissions"
-        results[a] = grade(a, submissions=samples, course=lesson_course, workers=2,
-                           sandbox=SANDBOX, feedback=False).results
+        results[a] = grade(
+            a, submissions=samples, course=lesson_course, workers=2, sandbox=SANDBOX, feedback=False
+        ).results
     return results
 
 
@@ -145,8 +146,11 @@ def test_grade_ids_are_unique_and_follow_the_naming_rules(assignment):
         assert meta["points"] > 0 and meta.get("locked"), gid
         tree = ast.parse(cell.source)
         first = tree.body[0]
-        assert isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and \
-            str(first.value.value).startswith("Check"), f"{gid}: open with a one-line 'Check ...' string"
+        assert (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and str(first.value.value).startswith("Check")
+        ), f"{gid}: open with a one-line 'Check ...' string"
         last = tree.body[-1]
         assert len(tree.body) > 1 and not isinstance(last, ast.Expr), (
             f"{gid}: ends with a bare expression (nbgrader would read it as partial credit)"
@@ -160,7 +164,9 @@ def test_grade_ids_are_unique_and_follow_the_naming_rules(assignment):
 def test_sample_submissions_get_the_expected_score_on_every_cell(graded_samples, assignment):
     expected = load_json(REPO / "tests" / "files" / assignment / "expected.json")
     results = graded_samples[assignment]
-    samples = sorted(p.stem for p in (REPO / "tests/files" / assignment / "submissions").glob("*.ipynb"))
+    samples = sorted(
+        p.stem for p in (REPO / "tests/files" / assignment / "submissions").glob("*.ipynb")
+    )
     assert sorted(expected) == samples, "expected.json must list every sample submission"
     assert {"reference", "blank"} <= set(samples)
     wrong = []
@@ -169,8 +175,10 @@ def test_sample_submissions_get_the_expected_score_on_every_cell(graded_samples,
         assert sorted(got) == sorted(cells), f"{scenario}: expected.json must list every test cell"
         for gid, points in cells.items():
             if got[gid]["score"] != points:
-                wrong.append(f"{scenario}/{gid}: got {got[gid]['score']:g}, expected {points:g}"
-                             f" ({got[gid]['message'][:200]})")
+                wrong.append(
+                    f"{scenario}/{gid}: got {got[gid]['score']:g}, expected {points:g}"
+                    f" ({got[gid]['message'][:200]})"
+                )
     assert not wrong, "\n".join(wrong)
     reference = results["reference"]
     assert reference["score"] == reference["max_score"] and reference["status"] == "graded"
@@ -181,9 +189,18 @@ def test_sample_submissions_get_the_expected_score_on_every_cell(graded_samples,
 def test_sample_submissions_match_the_current_release(assignment):
     script = REPO / "tests" / "files" / assignment / "build_samples.py"
     name = notebook_name(assignment)
-    proc = subprocess.run([sys.executable, str(script), "--check", "--release",
-                           str(REPO / "release" / assignment / f"{name}.ipynb")],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--check",
+            "--release",
+            str(REPO / "release" / assignment / f"{name}.ipynb"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -44,8 +44,11 @@ def test_release_generates_stub_notebooks_and_proves_full_and_zero(mini_course):
 def test_release_refuses_a_source_that_fails_its_own_tests(mini_course):
     release("mini", course=mini_course)
     before = (mini_course / "release/mini/mini.ipynb").read_bytes()
-    edit_source(mini_course, "cube", "def cube(x):\n    ### BEGIN SOLUTION\n    return x * x\n"
-                                     "    ### END SOLUTION")
+    edit_source(
+        mini_course,
+        "cube",
+        "def cube(x):\n    ### BEGIN SOLUTION\n    return x * x\n    ### END SOLUTION",
+    )
     with pytest.raises(ReleaseError, match="source does not pass test_cube"):
         release("mini", course=mini_course)
     assert (mini_course / "release/mini/mini.ipynb").read_bytes() == before
@@ -53,25 +56,34 @@ def test_release_refuses_a_source_that_fails_its_own_tests(mini_course):
 
 def test_release_refuses_a_test_the_blank_release_passes(mini_course):
     cell = nbformat.v4.new_code_cell('"""Check nothing."""\nassert True')
-    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True,
-                                 "grade_id": "test_cube_trivially", "points": 1,
-                                 "schema_version": 3}
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "solution": False,
+        "locked": True,
+        "grade_id": "test_cube_trivially",
+        "points": 1,
+        "schema_version": 3,
+    }
     add_cell(mini_course, cell)
     with pytest.raises(ReleaseError, match="blank release scores 1 on test_cube_trivially"):
         release("mini", course=mini_course)
     assert not (mini_course / "release/mini").exists()
 
 
-@pytest.mark.parametrize("leak", [
-    "import specdec_reference  # outside any solution block",
-    "result_of_squaring = 'a solution line pasted into a markdown cell'",
-])
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "import specdec_reference  # outside any solution block",
+        "result_of_squaring = 'a solution line pasted into a markdown cell'",
+    ],
+)
 def test_release_refuses_leaks_and_exits_1(mini_course, leak):
     add_cell(mini_course, nbformat.v4.new_markdown_cell(f"```python\n{leak}\n```"))
     if "pasted" in leak:  # the exact solution line, outside its block
         add_cell(mini_course, nbformat.v4.new_markdown_cell("    result_of_squaring = x * x"))
-    proc = subprocess.run(CLI + ["release", "mini", "--course", str(mini_course)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        CLI + ["release", "mini", "--course", str(mini_course)], capture_output=True, text=True
+    )
     assert proc.returncode == 1, proc.stderr
     assert "refused" in proc.stderr
     assert not (mini_course / "release/mini").exists()
@@ -93,8 +105,11 @@ def test_release_all_releases_every_assignment(mini_course):
     import shutil
 
     shutil.copytree(mini_course / "source/mini", mini_course / "source/mini_two")
-    proc = subprocess.run(CLI + ["release", "--all", "--no-check", "--course", str(mini_course)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        CLI + ["release", "--all", "--no-check", "--course", str(mini_course)],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (mini_course / "release/mini/mini.ipynb").exists()
     assert (mini_course / "release/mini_two/mini.ipynb").exists()
