@@ -336,3 +336,48 @@ def test_warnings_and_stderr_do_not_cost_points(mini_course, release_nb, tmp_pat
     executed = nbformat.read(mini_course / "autograded/noisy/mini/mini.ipynb", as_version=4)
     texts = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
     assert any("RuntimeWarning: a harmless warning" in t for t in texts)
+
+
+def test_flooded_output_is_truncated_and_flagged(mini_course, release_nb, tmp_path):
+    """A cell printing ~50 MB keeps at most the budget; the notebook stays small."""
+    flood = (
+        "def square(x):\n    for _ in range(500):\n        print('x' * 100_000)\n    return x * x"
+    )
+    subs = tmp_path / "subs"
+    write_nb(subs / "flood.ipynb", fill(release_nb, square=flood, cube=CORRECT["cube"]))
+    result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
+    r = result.results["flood"]
+    assert r["score"] == 4
+    assert any("output truncated" in c["flags"] for c in r["cells"])
+    autograded = mini_course / "autograded/flood/mini/mini.ipynb"
+    assert autograded.stat().st_size < 2_000_000
+
+
+def test_stored_enormous_outputs_are_cleared_before_grading(mini_course, release_nb, tmp_path):
+    nb = fill(release_nb, **CORRECT)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * 3_000_000)]
+    subs = tmp_path / "subs"
+    write_nb(subs / "bloated.ipynb", nb)
+    result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
+    assert result.results["bloated"]["score"] == 4
+    autograded = mini_course / "autograded/bloated/mini/mini.ipynb"
+    assert autograded.stat().st_size < 100_000
+
+
+def test_a_hostile_zip_writes_nothing_outside_the_course(mini_course, release_nb, tmp_path):
+    good = nbformat.writes(fill(release_nb, **CORRECT))
+    archive = tmp_path / "evil.zip"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("alice.ipynb", good)
+        zf.writestr("../../escaped.ipynb", good)
+        zf.writestr("/tmp/specdec-absolute.ipynb", good)
+        zf.writestr("mallory/../../../up.ipynb", good)
+    outside = {p for p in tmp_path.rglob("*") if mini_course not in p.parents}
+    result = grade("mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX)
+    assert {p for p in tmp_path.rglob("*") if mini_course not in p.parents} == outside
+    assert not Path("/tmp/specdec-absolute.ipynb").exists()
+    assert result.results["alice"]["score"] == 4
+    unsafe = [r for r in result.results.values() if r["status"] == "invalid"]
+    assert unsafe and all("unsafe path" in r["reason"] for r in unsafe)
