@@ -268,12 +268,18 @@ def test_every_correct_variant_passes_every_test_cell(outcomes_by_scenario, scen
 
 
 def test_sample_scores_in_process_match_expected_json(outcomes_by_scenario):
-    """The in-process run agrees with expected.json (which the real grader checks)."""
+    """The in-process run agrees with expected.json (which the real grader checks).
+
+    Only the grader forfeits a notebook that used the reference (its integrity check);
+    in the kernel alone, Part 1 runs before the learner's import and keeps its points.
+    """
     expected = build_samples_expected()
     for scenario, cells in expected.items():
         if scenario == "blank":
             continue
         got = {g: (POINTS[g] if o.passed else 0) for g, o in outcomes_by_scenario[scenario].items()}
+        if scenario == "mistake-imports-reference":
+            cells = {g: (POINTS[g] if g.startswith("test_part1") else 0) for g in cells}
         assert got == cells, scenario
 
 
