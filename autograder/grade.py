@@ -108,7 +108,7 @@ def grade(
         limits = sandbox_mod.Limits()
     subs = collect(submissions, notebook=notebook)
     template, template_hash = build_template(root, assignment)
-    sync_gradebook(root, assignment)
+    sync_gradebook(root, assignment, template_hash)
     test_cells = template_test_cells(template, assignment, notebook)
 
     out = GradeResult(assignment, root)
@@ -116,6 +116,7 @@ def grade(
     results_dir.mkdir(parents=True, exist_ok=True)
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
     jobs: list[Job] = []
+    pages: set[str] = set()  # students whose feedback page this run wrote
     try:
         for sub in subs:
             data = _readable_notebook(sub)
@@ -168,6 +169,9 @@ def grade(
         ):
             result["flags"] = flags.get(job.student, []) + result.get("flags", [])
             _record(root, config, assignment, notebook, test_cells, result, keys[job.student], out)
+            if feedback:  # written while the workers grade the next submissions
+                _write_feedback(assignment, root, job.student)
+                pages.add(job.student)
             if progress:
                 progress(job.student, n, total)
     finally:
@@ -178,18 +182,20 @@ def grade(
         if result:
             out.results[result["student"]] = result
     write_csvs(out)
-    if feedback:
-        try:
-            from autograder.feedback import feedback as write_feedback
-        except ImportError:
-            pass
-        else:
-            for student in out.graded_now:
-                try:
-                    write_feedback(assignment, course=root, student=student)
-                except Exception as exc:  # a page that cannot be written costs no grade
-                    print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
+    if feedback:  # the submissions recorded without a worker (invalid ones)
+        for student in out.graded_now:
+            if student not in pages:
+                _write_feedback(assignment, root, student)
     return out
+
+
+def _write_feedback(assignment: str, course: Path, student: str) -> None:
+    from autograder.feedback import feedback as write_feedback
+
+    try:
+        write_feedback(assignment, course=course, student=student)
+    except Exception as exc:  # a page that cannot be written costs no grade
+        print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
 
 
 # --- templates and the gradebook ---------------------------------------------------------------
@@ -235,12 +241,26 @@ def build_template(course: Path, assignment: str) -> tuple[Path, str]:
     return template, template_hash
 
 
-def sync_gradebook(course: Path, assignment: str) -> None:
-    """Make the course gradebook know the assignment's current cells (release/ untouched)."""
+def sync_gradebook(course: Path, assignment: str, template_hash: str | None = None) -> None:
+    """Make the course gradebook know the assignment's current cells (release/ untouched).
+
+    Skipped when the gradebook already holds the assignment and was synced from the same
+    source (``template_hash``), which saves an nbgrader run on every ``grade``.
+    """
+    from nbgrader.api import Gradebook, MissingEntry
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
     config = load_config(course)
+    url = db_url(course, config)
+    stamp = scratch_dir(course) / "gradebook-sync" / f"{assignment}.synced"
+    if template_hash and stamp.exists() and stamp.read_text() == f"{url}\n{template_hash}":
+        try:
+            with Gradebook(url, config.CourseDirectory.course_id) as gb:
+                gb.find_assignment(assignment)
+            return
+        except MissingEntry:
+            pass
     config.CourseDirectory.release_directory = ".scratch/gradebook-sync"
     api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
     outcome = api.generate_assignment(assignment, force=True, create=True)
@@ -248,6 +268,9 @@ def sync_gradebook(course: Path, assignment: str) -> None:
         raise UsageError(
             f"cannot record {assignment!r} in the gradebook:\n{outcome.get('log', '')}"
         )
+    if template_hash:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(f"{url}\n{template_hash}")
 
 
 def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[str, float]:

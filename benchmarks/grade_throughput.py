@@ -60,8 +60,9 @@ def ours(work: Path, n: int, submission: Path, workers: int, sandbox: bool) -> t
     from autograder.grade import build_template, grade, sync_gradebook
 
     course = new_course(work / "ours")
-    build_template(course, ASSIGNMENT)  # one-off per assignment, like generate_assignment above
-    sync_gradebook(course, ASSIGNMENT)
+    # one-off per assignment, like plain nbgrader's generate_assignment (not timed either)
+    _, template_hash = build_template(course, ASSIGNMENT)
+    sync_gradebook(course, ASSIGNMENT, template_hash)
     subs = work / "subs"
     subs.mkdir()
     for i in range(n):
