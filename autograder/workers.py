@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -72,12 +73,25 @@ def grade_job(job: Job) -> dict:
         "flags": [],
         "cells": [],
     }
+    memory_limit = getattr(job.limits, "memory_bytes", None) if job.sandbox else None
+    watch = MemoryWatch(marker, memory_limit or DEFAULT_MEMORY_BYTES)
+    watch.start()
     try:
         _run(job, job_dir, marker, result)
     except Exception:  # a bug or an nbgrader failure: this submission only
         result["status"] = "failed"
         result["reason"] = "the grader failed on this submission: " + traceback.format_exc(limit=3)
     finally:
+        watch.stop()
+        if watch.fired:
+            result["status"] = "failed"
+            result["reason"] = watch.reason
+            result["flags"].append("memory-limit")
+            for cell in result["cells"]:
+                if cell["message"].startswith("not run:"):
+                    cell["message"] = f"not run: {watch.reason}"
+                elif cell["message"].startswith("KernelDied"):
+                    cell["message"] = f"KernelDied: {watch.reason}"
         killed = kill_marked_processes(marker)
         if job.sandbox:
             from autograder import sandbox
@@ -232,10 +246,56 @@ def score_cells(
     return [found[gid] for gid in max_points]
 
 
-def kill_marked_processes(marker: str) -> int:
-    """SIGKILL every process whose initial environment carries ``JOB_MARKER=marker``."""
+DEFAULT_MEMORY_BYTES = 2 * 1024**3
+
+
+class MemoryWatch(threading.Thread):
+    """Enforce a memory limit on all of a job's processes together.
+
+    RLIMIT_AS bounds each process; a submission that forks can still use many times
+    the limit.  This thread sums the resident memory of every process that carries
+    the job's marker, several times a second, and kills them all past ``limit``.
+    """
+
+    def __init__(self, marker: str, limit: int, interval: float = 0.2):
+        super().__init__(daemon=True, name="memory-watch")
+        self.marker, self.limit, self.interval = marker, limit, interval
+        self.fired = False
+        self.reason = ""
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(self.interval):
+            pids = marked_processes(self.marker)
+            used = sum(_rss_bytes(pid) for pid in pids)
+            if used > self.limit:
+                self.fired = True
+                self.reason = (
+                    f"its processes used {used / 2**30:.1f} GiB of memory together, over the "
+                    f"{self.limit / 2**30:g} GiB limit; the kernel was stopped"
+                )
+                kill_marked_processes(self.marker)
+                return
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=5)
+
+
+def _rss_bytes(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Pids of the processes whose initial environment carries ``JOB_MARKER=marker``."""
     needle = f"{JOB_MARKER}={marker}".encode()
-    killed = 0
+    pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -244,11 +304,19 @@ def kill_marked_processes(marker: str) -> int:
         except OSError:
             continue
         if needle in env.split(b"\0"):
-            try:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_marked_processes(marker: str) -> int:
+    """SIGKILL every process whose initial environment carries ``JOB_MARKER=marker``."""
+    killed = 0
+    for pid in marked_processes(marker):
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except OSError:
+            pass
     return killed
 
 

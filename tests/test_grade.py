@@ -381,3 +381,31 @@ def test_a_hostile_zip_writes_nothing_outside_the_course(mini_course, release_nb
     assert result.results["alice"]["score"] == 4
     unsafe = [r for r in result.results.values() if r["status"] == "invalid"]
     assert unsafe and all("unsafe path" in r["reason"] for r in unsafe)
+
+
+def test_memory_is_limited_for_all_processes_together(mini_course, release_nb, tmp_path):
+    """Four children of 700 MiB each pass the per-process limit but not the 2 GiB total.
+
+    Bounded: even if the limit failed, the test uses 2.8 GiB for at most 30 s.
+    """
+    forks = (
+        "import os, time\n"
+        "def square(x):\n"
+        "    for _ in range(4):\n"
+        "        if os.fork() == 0:\n"
+        "            block = b'x' * (700 * 2**20)  # written, so resident\n"
+        "            time.sleep(30)\n"
+        "            os._exit(0)\n"
+        "    time.sleep(30)\n"
+        "    return x * x"
+    )
+    subs = tmp_path / "subs"
+    write_nb(subs / "forks.ipynb", fill(release_nb, square=forks, cube=CORRECT["cube"]))
+    start = time.monotonic()
+    result = grade(
+        "mini", submissions=subs, course=mini_course, workers=1, timeout=60, sandbox=SANDBOX
+    )
+    r = result.results["forks"]
+    assert time.monotonic() - start < 60
+    assert r["status"] == "failed" and "memory-limit" in r["flags"]
+    assert "GiB limit" in r["reason"] and r["score"] == 0
