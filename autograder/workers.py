@@ -267,7 +267,12 @@ class MemoryWatch(threading.Thread):
     def run(self) -> None:
         while not self._halt.wait(self.interval):
             pids = marked_processes(self.marker)
-            used = sum(_rss_bytes(pid) for pid in pids)
+            # Resident sizes count pages that forked processes share once per process;
+            # their sum is only an upper bound.  Past the limit, measure the proportional
+            # set size (shared pages split between their users) before deciding.
+            if sum(_memory_bytes(pid, "VmRSS:") for pid in pids) <= self.limit:
+                continue
+            used = sum(_memory_bytes(pid, "Pss:", "smaps_rollup") for pid in pids)
             if used > self.limit:
                 self.fired = True
                 self.reason = (
@@ -282,10 +287,11 @@ class MemoryWatch(threading.Thread):
         self.join(timeout=5)
 
 
-def _rss_bytes(pid: int) -> int:
+def _memory_bytes(pid: int, field: str, table: str = "status") -> int:
+    """A memory field (in kB in /proc) of process ``pid``, in bytes; 0 if it is gone."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(f"/proc/{pid}/{table}").read_text().splitlines():
+            if line.startswith(field):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
