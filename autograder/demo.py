@@ -64,7 +64,10 @@ def demo(
         except ImportError:
             continue
         page = report(assignment, course=course)
-        example = next(iter(sorted((course / "feedback").glob(f"*/{assignment}/*.html"))), None)
+        pages = sorted((course / "feedback").glob(f"*/{assignment}/*.html"))
+        # a page with failures to read shows more than the blank or the reference one
+        mistakes = [p for p in pages if p.parts[-3].startswith("mistake-")]
+        example = (mistakes or pages or [None])[0]
         opened += [page] + ([example] if example else [])
     if opened:
         console.rule("open these")
