@@ -129,10 +129,6 @@ class GuardedExecute(Execute):
             self._stop_reason = reason
             self.log.warning("Stopping execution: %s", reason)
 
-    @property
-    def stop_reason(self) -> str | None:
-        return self._stop_reason
-
     def _kernel_answers(self) -> bool:
         """True when the kernel replies to a kernel_info request within recovery_timeout."""
         try:

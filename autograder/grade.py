@@ -419,13 +419,3 @@ def _load_result(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-
-
-def print_progress_factory(stream=None):
-    """Plain progress lines (for logs); the CLI uses a progress bar on terminals."""
-    stream = stream or sys.stderr
-
-    def progress(student: str, n: int, total: int) -> None:
-        print(f"[{n}/{total}] graded {student}", file=stream, flush=True)
-
-    return progress

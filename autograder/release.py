@@ -116,8 +116,7 @@ def _release_one(
 def _normalize(path: Path) -> None:
     """Strip outputs, execution counts and volatile metadata, so release/ diffs stay clean."""
     nb = nbformat.read(path, as_version=4)
-    nb.metadata = {k: v for k, v in nb.metadata.items() if k in ("kernelspec", "language_info")}
-    nb.metadata.pop("language_info", None)
+    nb.metadata = {k: v for k, v in nb.metadata.items() if k == "kernelspec"}
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = []
