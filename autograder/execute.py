@@ -17,6 +17,7 @@ test cell that never ran has no error output, which nbgrader scores as a pass.
 
 from __future__ import annotations
 
+import os
 import time
 
 from jupyter_client.manager import AsyncKernelManager
@@ -59,6 +60,9 @@ class GuardedExecute(Execute):
         self._deadline = time.monotonic() + self.notebook_timeout
         self._spent = {}
         self.truncated_cells = set()
+        adopted = km is None and self._adopt_spare(nb, resources)
+        if adopted:
+            km = adopted
         try:
             return super().preprocess(nb, resources, km=km)
         except DeadKernelError as exc:  # raised while starting or shutting down
@@ -67,6 +71,18 @@ class GuardedExecute(Execute):
                 if cell.cell_type == "code" and not cell.get("execution_count"):
                     self._mark_not_executed(cell)
             return nb, resources
+        finally:
+            if adopted and self.km is not None:  # nbclient cleans up only kernels it started
+                run_sync(self._async_cleanup_kernel)()
+
+    def _adopt_spare(self, nb, resources):
+        """The kernel the worker started ahead for this notebook, if it is exactly the one
+        this executor would start (see ``autograder.spare``); else None."""
+        from autograder import spare
+
+        name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name")
+        path = (resources or {}).get("metadata", {}).get("path") or None
+        return spare.take(self, name, path, dict(os.environ))
 
     # -- one cell -----------------------------------------------------------------------
     def preprocess_cell(self, cell, resources, index):

@@ -438,8 +438,19 @@ def _strip_hidden(source: str) -> str:
 
 def _code(source: str) -> Markup:
     """Highlighted Python; pygments escapes every token."""
-    body = highlight(clip(source, MAX_SOURCE_CHARS), PythonLexer(), HtmlFormatter(nowrap=True))
-    return Markup('<pre class="highlight"><code>{}</code></pre>').format(Markup(body))
+    return Markup('<pre class="highlight"><code>{}</code></pre>').format(
+        _highlighted(clip(source, MAX_SOURCE_CHARS))
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _highlighted(source: str) -> Markup:
+    """Highlighting is most of a page's cost; release cells repeat on every student's page."""
+    return Markup(highlight(source, _LEXER, _FORMATTER))
+
+
+_LEXER = PythonLexer()
+_FORMATTER = HtmlFormatter(nowrap=True)
 
 
 class _SafeRenderer(mistune.HTMLRenderer):

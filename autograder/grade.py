@@ -31,7 +31,7 @@ from autograder.course import (
     notebooks,
     scratch_dir,
 )
-from autograder.pool import ExecutorFactory, local_executor, run_jobs
+from autograder.pool import ExecutorFactory, local_executor, run_jobs, start_local_workers
 from autograder.workers import Job, grade_job, result_to_json
 
 STATUSES = ("graded", "failed", "timeout", "invalid")
@@ -92,6 +92,8 @@ def grade(
     if len(names) != 1:
         raise UsageError(f"assignment {assignment!r} has {len(names)} notebooks; one is supported")
     notebook = names[0]
+    if executor_factory is local_executor:
+        start_local_workers()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
     limits = None
@@ -323,13 +325,16 @@ def _record(
     with Gradebook(db_url(course, config), config.CourseDirectory.course_id) as gb:
         gb.update_or_create_student(student)
         gb.update_or_create_submission(assignment, student)
+        try:
+            grades = gb.find_submission_notebook(notebook, assignment, student).grades
+        except MissingEntry:
+            grades = []
+        by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
         for cell in result["cells"]:
-            try:
-                grade = gb.find_grade(cell["grade_id"], notebook, assignment, student)
-            except MissingEntry:
-                continue
-            grade.auto_score = cell["score"]
-            grade.needs_manual_grade = False
+            grade = by_name.get(cell["grade_id"])
+            if grade is not None:
+                grade.auto_score = cell["score"]
+                grade.needs_manual_grade = False
         gb.db.commit()
     path = out.reports / "results" / f"{student}.json"
     tmp = path.with_suffix(".json.tmp")

@@ -66,6 +66,14 @@ def local_executor(workers: int) -> Executor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
 
 
+def start_local_workers() -> None:
+    """Start the local pool's forkserver now, so that its imports overlap other set-up."""
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+    forkserver.ensure_running()
+
+
 def run_jobs(
     jobs: Iterable[Job],
     *,
@@ -90,15 +98,22 @@ def run_jobs(
                     job = source.popleft()
                     in_flight[executor.submit(fn, job)] = (job, time.monotonic())
                 done, _ = wait(list(in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
+                finished = []
                 for future in done:
                     job, _started = in_flight.pop(future)
                     try:
-                        yield job, future.result()
+                        finished.append((job, future.result()))
                     except BrokenProcessPool:
                         in_flight[future] = (job, _started)
                         broken = True
                     except Exception as exc:  # the job function itself raised
-                        yield job, _crashed(job, f"the grading worker raised {exc!r}")
+                        finished.append((job, _crashed(job, f"the grading worker raised {exc!r}")))
+                # Give the free workers their next jobs before the caller records these
+                # results, so that no worker waits while the parent writes.
+                while source and len(in_flight) < limit and not broken:
+                    job = source.popleft()
+                    in_flight[executor.submit(fn, job)] = (job, time.monotonic())
+                yield from finished
                 overdue = [
                     f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout
                 ]

@@ -10,15 +10,17 @@ data.  Only the parent process writes the course's gradebook, feedback and repor
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import shutil
 import signal
 import tempfile
 import threading
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -29,6 +31,9 @@ from autograder.execute import NOT_EXECUTED, OUTPUT_TRUNCATED_NOTE, GuardedExecu
 #: Environment variable that marks every process a job starts (kernel and children),
 #: so that the worker can find and kill them whatever they do to their process group.
 JOB_MARKER = "SPECDEC_GRADE_JOB"
+#: The student id inside a job's scratch course.  The real id stays with the parent, and
+#: the kernel's working directory is known before the job arrives (see ``spare``).
+SCRATCH_STUDENT = "student"
 
 
 @dataclass(frozen=True)
@@ -60,9 +65,13 @@ class CellResult:
 
 def grade_job(job: Job) -> dict:
     """Grade ``job`` and return its result as a JSON-ready dict (never raises)."""
+    from autograder import spare
+
     start = time.monotonic()
-    job_dir = Path(tempfile.mkdtemp(prefix=f"job-{job.student[:20]}-", dir=job.scratch_root))
-    marker = f"{os.getpid()}-{job_dir.name}"
+    job_dir = spare.claim(_spare_key(job)) or Path(
+        tempfile.mkdtemp(prefix="job-", dir=job.scratch_root)
+    )
+    marker = _marker(job_dir)
     result: dict = {
         "student": job.student,
         "assignment": job.assignment,
@@ -82,6 +91,7 @@ def grade_job(job: Job) -> dict:
         result["status"] = "failed"
         result["reason"] = "the grader failed on this submission: " + traceback.format_exc(limit=3)
     finally:
+        spare.discard_claimed()  # prepared for this job but not used (it failed early)
         watch.stop()
         if watch.fired:
             result["status"] = "failed"
@@ -110,50 +120,26 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder.course import load_config
-
     course = job_dir / "course"
-    shutil.copytree(job.template, course)
-    submitted = course / "submitted" / job.student / job.assignment
+    if not (course / "gradebook.db").exists():  # else prepared along with a spare kernel
+        shutil.copytree(job.template, course, dirs_exist_ok=True)
+    submitted = course / "submitted" / SCRATCH_STUDENT / job.assignment
     submitted.mkdir(parents=True)
     (submitted / f"{job.notebook}.ipynb").write_bytes(job.data)
-
-    config = load_config(course)
-    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
-    config.Execute.timeout = int(job.cell_timeout) or 1
-    config.GuardedExecute.timeout = int(job.cell_timeout) or 1
-    config.GuardedExecute.notebook_timeout = float(job.notebook_timeout)
-    # nbclient waits only 4 s (iopub_timeout) for a cell's output after its reply and then
-    # calls it a timeout: on a loaded machine that fails passing cells.  Allow the cell limit.
-    config.GuardedExecute.iopub_timeout = max(4, int(job.cell_timeout))
-    # Only an error fails a test cell here: stderr output (a warning) does not, and a
-    # number a test cell happens to display is not read as partial credit.
-    preprocessors = [
-        GuardedExecute if p.__name__ == "Execute" else p for p in _default_autograde_preprocessors()
-    ]
-    # --- sandbox / integrity hooks (autograder.sandbox, autograder.integrity) ---------------
-    try:
-        from autograder import integrity
-
-        preprocessors = _insert_integrity(preprocessors, integrity.preprocessors())
-    except ImportError:
-        integrity = None
-    if job.sandbox:
-        from autograder import sandbox
-
-        sandbox.configure(config, job_dir=job_dir, limits=job.limits or sandbox.Limits())
-        preprocessors = [sandbox.executor(p) for p in preprocessors]
-    # ---------------------------------------------------------------------------------------
-    config.Autograde.autograde_preprocessors = preprocessors
+    config, _ = _configure(job, job_dir)
 
     os.environ[JOB_MARKER] = marker
     try:
         api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-        outcome = api.autograde(job.assignment, job.student, force=True, create=True)
+        outcome = api.autograde(job.assignment, SCRATCH_STUDENT, force=True, create=True)
     finally:
         os.environ.pop(JOB_MARKER, None)
+    if job.sandbox:
+        _start_spare(job)  # boots while this job is scored and the next one is set up
 
-    autograded_path = course / "autograded" / job.student / job.assignment / f"{job.notebook}.ipynb"
+    autograded_path = (
+        course / "autograded" / SCRATCH_STUDENT / job.assignment / f"{job.notebook}.ipynb"
+    )
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
         notebook = gb.find_notebook(job.notebook, job.assignment)
         test_cells = [
@@ -162,7 +148,6 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
             if c.cell_type == "code" and not _is_solution(gb, c.name, job.notebook, job.assignment)
         ]
         nbgrader_scores = _nbgrader_scores(gb, job)
-
     if not outcome.get("success") or not autograded_path.exists():
         log = (outcome.get("log") or "") + (outcome.get("error") or "")
         result["status"] = "invalid" if _looks_invalid(log) else "failed"
@@ -195,15 +180,95 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     # the reason execution stopped explains more than the timeout that led to it
     reasons = [c.message for c in stopped] + [c.message for c in cells if c.status == "timeout"]
     result["reason"] = reasons[0].removeprefix("not run: ") if reasons else ""
-    if integrity is not None:
-        result["flags"] += integrity.static_flags(nbformat.reads(job.data.decode("utf-8"), 4))
-        result["flags"] += integrity.runtime_flags(executed, {"job_dir": str(job_dir)})
-        by_cell = integrity.cell_flags(executed)
-        for cell in result["cells"]:
-            cell["flags"] += [
-                f for f in by_cell.get(cell["grade_id"], []) if f not in cell["flags"]
-            ]
+    from autograder import integrity
+
+    result["flags"] += integrity.static_flags(nbformat.reads(job.data.decode("utf-8"), 4))
+    result["flags"] += integrity.runtime_flags(executed, {"job_dir": str(job_dir)})
+    by_cell = integrity.cell_flags(executed)
+    for cell in result["cells"]:
+        cell["flags"] += [f for f in by_cell.get(cell["grade_id"], []) if f not in cell["flags"]]
     result["autograded"] = nbformat.writes(executed)
+
+
+def _configure(job: Job, job_dir: Path) -> tuple[object, list[type]]:
+    """The nbgrader config and autograde preprocessors for ``job`` in ``job_dir``."""
+    from autograder import integrity
+    from autograder.course import load_config
+
+    course = job_dir / "course"
+    config = load_config(course)
+    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    config.Execute.timeout = int(job.cell_timeout) or 1
+    config.GuardedExecute.timeout = int(job.cell_timeout) or 1
+    config.GuardedExecute.notebook_timeout = float(job.notebook_timeout)
+    # Every test cell has run by then: kill the kernel rather than wait for it to exit
+    # (and for any atexit hook a submission registered).
+    config.GuardedExecute.shutdown_kernel = "immediate"
+    # nbclient waits only 4 s (iopub_timeout) for a cell's output after its reply and then
+    # calls it a timeout: on a loaded machine that fails passing cells.  Allow the cell limit.
+    config.GuardedExecute.iopub_timeout = max(4, int(job.cell_timeout))
+    # Only an error fails a test cell here: stderr output (a warning) does not, and a
+    # number a test cell happens to display is not read as partial credit.
+    preprocessors = [
+        GuardedExecute if p.__name__ == "Execute" else p for p in _default_autograde_preprocessors()
+    ]
+    preprocessors = _insert_integrity(preprocessors, integrity.preprocessors())
+    if job.sandbox:
+        from autograder import sandbox
+
+        sandbox.configure(config, job_dir=job_dir, limits=job.limits or sandbox.Limits())
+        preprocessors = [sandbox.executor(p) for p in preprocessors]
+    config.Autograde.autograde_preprocessors = preprocessors
+    return config, preprocessors
+
+
+def _marker(job_dir: Path) -> str:
+    return f"{os.getpid()}-{job_dir.name}"
+
+
+def _spare_key(job: Job) -> Job:
+    """What two jobs share when one's spare kernel can serve the other: all but the learner."""
+    return replace(job, student="", data=b"", keep_scratch=False)
+
+
+def _start_spare(job: Job) -> None:
+    """Start the kernel for this worker's next job of the same run (see ``spare``)."""
+    from autograder import spare
+
+    job_dir = None
+    try:
+        kernel_name = _kernel_name(job.template / "source" / job.assignment, job.notebook)
+        if not kernel_name:
+            return
+        job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch_root))
+        shutil.copytree(job.template, job_dir / "course")
+        cwd = job_dir / "course" / "autograded" / SCRATCH_STUDENT / job.assignment
+        cwd.mkdir(parents=True)
+        config, preprocessors = _configure(job, job_dir)
+        executor_cls = next(p for p in preprocessors if issubclass(p, GuardedExecute))
+        marker = _marker(job_dir)
+        spare.start(
+            key=_spare_key(job),
+            job_dir=job_dir,
+            marker=marker,
+            executor_cls=executor_cls,
+            config=config,
+            kernel_name=kernel_name,
+            cwd=cwd,
+            # as nbgrader's autograde pass sets it, with the next job's marker
+            env=dict(os.environ, **{JOB_MARKER: marker, "NBGRADER_EXECUTION": "autograde"}),
+        )
+    except Exception:  # no spare: the next job starts its own kernel
+        spare.discard()
+        if job_dir is not None:
+            shutil.rmtree(job_dir, ignore_errors=True)
+
+
+@functools.cache
+def _kernel_name(source_dir: Path, notebook: str) -> str | None:
+    """The kernel nbgrader runs the assignment with: its source notebook's kernelspec."""
+    nb = nbformat.read(source_dir / f"{notebook}.ipynb", as_version=4)
+    return nb.metadata.get("kernelspec", {}).get("name")
 
 
 def score_cells(
@@ -352,7 +417,7 @@ def _is_solution(gb, name: str, notebook: str, assignment: str) -> bool:
 
 def _nbgrader_scores(gb, job: Job) -> dict[str, float]:
     try:
-        sub = gb.find_submission_notebook(job.notebook, job.assignment, job.student)
+        sub = gb.find_submission_notebook(job.notebook, job.assignment, SCRATCH_STUDENT)
     except Exception:
         return {}
     return {g.name: float(g.auto_score) for g in sub.grades if g.auto_score is not None}
@@ -366,7 +431,7 @@ _INVALID_HINTS = (
     "Notebook does not appear to be JSON",
     "nbformat",
     "DuplicateIds",
-    "duplicate",
+    "exists multiple times",
     "UnicodeDecodeError",
 )
 
@@ -375,7 +440,17 @@ def _looks_invalid(log: str) -> bool:
     return any(h.lower() in log.lower() for h in _INVALID_HINTS)
 
 
+_DUPLICATED = re.compile(r"Cell with id '([^']*)' exists multiple times")
+
+
 def _summarize_failure(log: str) -> str:
+    duplicated = sorted(set(_DUPLICATED.findall(log)))
+    if duplicated:  # nbgrader then fails on the copy (it drops only part of its metadata)
+        return (
+            "the notebook holds more than one copy of the graded cell(s) "
+            + ", ".join(f"'{d}'" for d in duplicated)
+            + "; nbgrader cannot grade a notebook with a copied graded cell (delete the copy)"
+        )
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("[ERROR]") or "Error" in ln]
     text = errors[-1] if errors else (lines[-1] if lines else "nbgrader could not grade it")

@@ -3,7 +3,8 @@
 Grades the same N submissions (copies of lesson E7.2's reference solution, N = 24 by
 default) both ways, in one run, each in its own fresh course, and prints both times and
 the ratio.  It also executes the same notebook once with a bare nbclient, the floor that
-any grader pays per submission, and compares the grader's per-submission time with it.
+any grader pays per submission, and compares the grader's per-submission time with it:
+once with one worker (nothing else running, like the bare run) and once in the parallel run.
 
     .venv/bin/python benchmarks/grade_throughput.py [--n 24] [--workers 2] [--no-sandbox]
 
@@ -56,14 +57,16 @@ def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
     return time.perf_counter() - start
 
 
-def ours(work: Path, n: int, submission: Path, workers: int, sandbox: bool) -> tuple[float, list]:
+def ours(
+    work: Path, n: int, submission: Path, workers: int, sandbox: bool, name: str = "ours"
+) -> tuple[float, list]:
     from autograder.grade import build_template, grade, sync_gradebook
 
-    course = new_course(work / "ours")
+    course = new_course(work / name)
     # one-off per assignment, like plain nbgrader's generate_assignment (not timed either)
     _, template_hash = build_template(course, ASSIGNMENT)
     sync_gradebook(course, ASSIGNMENT, template_hash)
-    subs = work / "subs"
+    subs = work / f"{name}-subs"
     subs.mkdir()
     for i in range(n):
         shutil.copy2(submission, subs / f"s{i:03d}.ipynb")
@@ -108,7 +111,10 @@ def main() -> None:
         bare = bare_nbclient(work, repeats=3)
         plain = plain_nbgrader(work, args.n, submission)
         mine, per_job = ours(work, args.n, submission, args.workers, not args.no_sandbox)
+        # one submission at a time, as bare nbclient ran: a worker's latency per submission
+        _, alone = ours(work, 5, submission, 1, not args.no_sandbox, name="alone")
     per_sub = statistics.median(per_job)
+    per_sub_alone = statistics.median(alone)
     print(
         f"submissions: {args.n}   workers: {args.workers}   "
         f"sandbox: {'off' if args.no_sandbox else 'on'}   cores: {os.cpu_count()}"
@@ -124,8 +130,12 @@ def main() -> None:
     )
     print(f"throughput ratio (ours / plain):            {plain / mine:7.2f}x")
     print(
-        f"per-submission time in a worker (median):   {per_sub:7.2f} s  "
-        f"= {per_sub / bare:.2f}x bare nbclient"
+        f"per-submission time, 1 worker (median of 5):{per_sub_alone:7.2f} s  "
+        f"= {per_sub_alone / bare:.2f}x bare nbclient"
+    )
+    print(
+        f"per-submission time, {args.workers} workers busy (median): {per_sub:5.2f} s  "
+        f"= {per_sub / bare:.2f}x bare nbclient (they share the cores)"
     )
 
 

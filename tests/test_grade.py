@@ -130,7 +130,9 @@ def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_
     assert "kernel" in r["exits"]["reason"]
     # a deleted test cell is put back and run; duplicates do not abort anything
     assert r["deleted-test"]["score"] == 4
-    assert r["duplicated-cell"]["status"] in ("graded", "invalid")
+    assert r["duplicated-cell"]["status"] == "invalid"
+    assert "'test_square_small'" in r["duplicated-cell"]["reason"]
+    assert "copy" in r["duplicated-cell"]["reason"]
     assert r["old-format"]["score"] == 4
     assert r["no-kernelspec"]["score"] == 4
     assert len(read_csv(mini_course / "reports/mini/grades.csv")) == 8
