@@ -24,8 +24,19 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CPU: dict[str, float] = {}  #: busy CPU seconds of the whole machine during each timed run
 ASSIGNMENT = "e7_2_acceptance_tests"
 NOTEBOOK = "acceptance_tests"
+
+
+def busy_cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent busy so far (Linux ``/proc/stat``)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    except (OSError, ValueError):
+        return float("nan")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def new_course(root: Path) -> Path:
@@ -50,10 +61,11 @@ def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
         folder = course / "submitted" / f"s{i:03d}" / ASSIGNMENT
         folder.mkdir(parents=True)
         shutil.copy2(submission, folder / f"{NOTEBOOK}.ipynb")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), busy_cpu_seconds()
     subprocess.run(
         [nbgrader, "autograde", ASSIGNMENT], cwd=course, env=env, check=True, capture_output=True
     )
+    CPU["plain"] = busy_cpu_seconds() - cpu
     return time.perf_counter() - start
 
 
@@ -70,9 +82,10 @@ def ours(
     subs.mkdir()
     for i in range(n):
         shutil.copy2(submission, subs / f"s{i:03d}.ipynb")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), busy_cpu_seconds()
     result = grade(ASSIGNMENT, submissions=subs, course=course, workers=workers, sandbox=sandbox)
     elapsed = time.perf_counter() - start
+    CPU[name] = busy_cpu_seconds() - cpu
     scores = {r["score"] for r in result.results.values()}
     assert len(result.results) == n and len(scores) == 1, "every copy must get the same score"
     return elapsed, [r["seconds"] for r in result.results.values()]
@@ -129,6 +142,11 @@ def main() -> None:
         f"({args.n / mine * 60:6.1f} submissions/min)"
     )
     print(f"throughput ratio (ours / plain):            {plain / mine:7.2f}x")
+    print(
+        f"CPU per submission (all processes):         plain {CPU['plain'] / args.n:.2f} s, "
+        f"ours {CPU['ours'] / args.n:.2f} s  (cores busy: plain {CPU['plain'] / plain:.2f}, "
+        f"ours {CPU['ours'] / mine:.2f} of {os.cpu_count()})"
+    )
     print(
         f"per-submission time, 1 worker (median of 5):{per_sub_alone:7.2f} s  "
         f"= {per_sub_alone / bare:.2f}x bare nbclient"
