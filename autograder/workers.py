@@ -363,18 +363,23 @@ def _memory_bytes(pid: int, field: str, table: str = "status") -> int:
     return 0
 
 
-def marked_processes(marker: str) -> list[int]:
-    """Pids of the processes whose initial environment carries ``JOB_MARKER=marker``."""
-    needle = f"{JOB_MARKER}={marker}".encode()
+def marked_processes(marker: str | None = None) -> list[int]:
+    """Pids of the processes whose initial environment carries ``JOB_MARKER=marker``.
+
+    With no ``marker``: every process started for any grading job.
+    """
+    prefix = f"{JOB_MARKER}=".encode()
+    needle = prefix + marker.encode() if marker is not None else None
     pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            env = (entry / "environ").read_bytes()
+            env = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if needle in env.split(b"\0"):
+        found = needle in env if needle is not None else any(v.startswith(prefix) for v in env)
+        if found:
             pids.append(int(entry.name))
     return pids
 

@@ -7,9 +7,7 @@ real kernels, so the worker's spare is this process's.
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -18,7 +16,7 @@ from nbclient.util import run_sync
 
 from autograder import sandbox, spare
 from autograder.grade import build_template, grade
-from autograder.workers import JOB_MARKER, Job, grade_job, marked_processes
+from autograder.workers import Job, grade_job, marked_processes
 
 pytestmark = pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox")
 
@@ -125,26 +123,11 @@ def test_no_kernel_outlives_a_grading_run(mini_course, tmp_path):
     subs = tmp_path / "subs"
     for name in ("a", "b", "c", "d", "e"):
         write_nb(subs / f"{name}.ipynb", fill(release, **CORRECT))
-    before = set(marked_anywhere())  # (an earlier test's leftovers are not this run's)
+    before = set(marked_processes())  # (an earlier test's leftovers are not this run's)
     result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=10)
     assert {r["score"] for r in result.results.values()} == {4}
     # each worker had a spare for a sixth job that never came; both are gone
     deadline = time.monotonic() + 10
-    while set(marked_anywhere()) - before and time.monotonic() < deadline:
+    while set(marked_processes()) - before and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert set(marked_anywhere()) - before == set()
-
-
-def marked_anywhere() -> list[int]:
-    """Pids of any process started for a grading job (a kernel, a sandbox)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            env = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if any(item.startswith(JOB_MARKER.encode() + b"=") for item in env.split(b"\0")):
-            found.append(int(entry.name))
-    return found
+    assert set(marked_processes()) - before == set()
