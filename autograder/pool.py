@@ -61,17 +61,23 @@ def local_executor(workers: int) -> Executor:
     single-threaded process), so a pool starts in milliseconds instead of paying
     nbgrader's multi-second import in every worker of every run.
     """
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_warm_up)
+    return ProcessPoolExecutor(
+        max_workers=workers, mp_context=_forkserver_context(), initializer=_warm_up
+    )
 
 
 def start_local_workers() -> None:
     """Start the local pool's forkserver now, so that its imports overlap other set-up."""
     from multiprocessing import forkserver
 
-    multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+    _forkserver_context()
     forkserver.ensure_running()
+
+
+def _forkserver_context():
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
 
 
 def run_jobs(
@@ -94,9 +100,7 @@ def run_jobs(
         broken = False
         try:
             while (source or in_flight) and not broken:
-                while source and len(in_flight) < limit:
-                    job = source.popleft()
-                    in_flight[executor.submit(fn, job)] = (job, time.monotonic())
+                _top_up(executor, fn, source, in_flight, limit)
                 done, _ = wait(list(in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
                 finished = []
                 for future in done:
@@ -110,9 +114,8 @@ def run_jobs(
                         finished.append((job, _crashed(job, f"the grading worker raised {exc!r}")))
                 # Give the free workers their next jobs before the caller records these
                 # results, so that no worker waits while the parent writes.
-                while source and len(in_flight) < limit and not broken:
-                    job = source.popleft()
-                    in_flight[executor.submit(fn, job)] = (job, time.monotonic())
+                if not broken:
+                    _top_up(executor, fn, source, in_flight, limit)
                 yield from finished
                 overdue = [
                     f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout
@@ -144,6 +147,13 @@ def run_jobs(
                     alone.extend(suspects)
         finally:
             _kill_workers(executor) if broken else executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _top_up(executor: Executor, fn, source: deque, in_flight: dict, limit: int) -> None:
+    """Submit jobs from ``source`` until ``limit`` are in flight (a job for every free worker)."""
+    while source and len(in_flight) < limit:
+        job = source.popleft()
+        in_flight[executor.submit(fn, job)] = (job, time.monotonic())
 
 
 def _kill_workers(executor: Executor) -> None:

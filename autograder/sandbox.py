@@ -558,11 +558,7 @@ class _Launch:
         # the files next to the notebook (not the notebooks: they hold the hidden tests).
         cwd = Path(cwd).resolve()
         args += ["--size", size, "--tmpfs", str(cwd)]
-        for entry in sorted(cwd.iterdir()):
-            if entry.suffix == ".ipynb" or entry.name.startswith("."):
-                continue
-            if entry.is_symlink() or not (entry.is_file() or entry.is_dir()):
-                continue
+        for entry in visible_entries(cwd):
             args += self._ro(str(entry), str(entry))
         args += ["--chdir", str(cwd), "--info-fd", str(info_write), "--remount-ro", "/"]
 
@@ -787,6 +783,21 @@ def _scratch_root() -> str:
         if owner.isdigit() and not _pid_alive(int(owner)):
             shutil.rmtree(entry.path, ignore_errors=True)
     return root
+
+
+def visible_entries(cwd: Path) -> list[Path]:
+    """What a sandboxed kernel sees, read-only, next to its notebook in ``cwd``.
+
+    Not the notebooks (they hold the hidden tests), dotfiles, symlinks or special files.
+    """
+    return [
+        entry
+        for entry in sorted(Path(cwd).iterdir())
+        if entry.suffix != ".ipynb"
+        and not entry.name.startswith(".")
+        and not entry.is_symlink()
+        and (entry.is_file() or entry.is_dir())
+    ]
 
 
 def _pid_alive(pid: int) -> bool:

@@ -146,11 +146,11 @@ def history_arguments(client, km) -> list[str]:
 
 
 def listing(cwd: Path) -> list[str]:
-    """The entries of ``cwd`` a sandboxed kernel is shown (all but notebooks and dotfiles)."""
+    """What a sandboxed kernel started in ``cwd`` would be shown there."""
+    from autograder.sandbox import visible_entries
+
     try:
-        return sorted(
-            e.name for e in cwd.iterdir() if e.suffix != ".ipynb" and not e.name.startswith(".")
-        )
+        return [entry.name for entry in visible_entries(cwd)]
     except OSError:
         return ["<unreadable>"]
 

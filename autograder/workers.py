@@ -137,9 +137,7 @@ def _run(job: Job, job_dir: Path, marker: str, result: dict) -> None:
     if job.sandbox:
         _start_spare(job)  # boots while this job is scored and the next one is set up
 
-    autograded_path = (
-        course / "autograded" / SCRATCH_STUDENT / job.assignment / f"{job.notebook}.ipynb"
-    )
+    autograded_path = _autograded_dir(job_dir, job.assignment) / f"{job.notebook}.ipynb"
     with Gradebook(config.CourseDirectory.db_url, config.CourseDirectory.course_id) as gb:
         notebook = gb.find_notebook(job.notebook, job.assignment)
         test_cells = [
@@ -226,6 +224,11 @@ def _marker(job_dir: Path) -> str:
     return f"{os.getpid()}-{job_dir.name}"
 
 
+def _autograded_dir(job_dir: Path, assignment: str) -> Path:
+    """Where nbgrader writes, and executes, the job's notebook in its scratch course."""
+    return job_dir / "course" / "autograded" / SCRATCH_STUDENT / assignment
+
+
 def _spare_key(job: Job) -> Job:
     """What two jobs share when one's spare kernel can serve the other: all but the learner."""
     return replace(job, student="", data=b"", keep_scratch=False)
@@ -242,7 +245,7 @@ def _start_spare(job: Job) -> None:
             return
         job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch_root))
         shutil.copytree(job.template, job_dir / "course")
-        cwd = job_dir / "course" / "autograded" / SCRATCH_STUDENT / job.assignment
+        cwd = _autograded_dir(job_dir, job.assignment)  # where nbgrader will run the notebook
         cwd.mkdir(parents=True)
         config, preprocessors = _configure(job, job_dir)
         executor_cls = next(p for p in preprocessors if issubclass(p, GuardedExecute))
