@@ -92,6 +92,9 @@ def grade(
     if len(names) != 1:
         raise UsageError(f"assignment {assignment!r} has {len(names)} notebooks; one is supported")
     notebook = names[0]
+    # The instructor's own errors (no such folder, nothing in it) come before any check of
+    # the machine, so that they are reported as what they are.
+    subs = collect(submissions, notebook=notebook)
     if executor_factory is local_executor:
         start_local_workers()  # its imports run while this process sets up
     if timeout is None:
@@ -108,7 +111,6 @@ def grade(
                 "learner code with your own rights (only for code you trust)."
             )
         limits = sandbox_mod.Limits()
-    subs = collect(submissions, notebook=notebook)
     template, template_hash = build_template(root, assignment)
     sync_gradebook(root, assignment, template_hash)
     test_cells = template_test_cells(template, assignment, notebook)

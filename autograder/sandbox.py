@@ -517,11 +517,6 @@ class _Launch:
         args += self._data("/etc/passwd", self._passwd(), 0o444)
         args += self._data("/etc/group", self._group(), 0o444)
 
-        # Python: the base installation and the virtualenv, read-only at their own paths.
-        for path in sorted({sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}):
-            if not _under(path, "/usr"):
-                args += self._ro(path, path)
-
         # The reference package(s), copied so that the copy's permissions can be gated.
         if reference_packages:
             ref_root = self.run_dir / "reference"
@@ -553,6 +548,12 @@ class _Launch:
         args += ["--size", str(4 * 1024**2), "--tmpfs", INNER_RUN]
         if connection_file is not None:
             args += self._data(f"{INNER_RUN}/kernel.json", connection_file, 0o400)
+
+        # Python: the base installation and the virtualenv, read-only at their own paths.
+        # Bound after the sandbox's own tmpfs mounts, so that one living under /tmp (or
+        # /dev/shm, /run) is shown on top of them rather than hidden by them.
+        for source, dest in python_mounts():
+            args += self._ro(source, dest)
 
         # The working directory: a tmpfs at the notebook's path, with read-only copies of
         # the files next to the notebook (not the notebooks: they hold the hidden tests).
@@ -821,8 +822,31 @@ def _write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
+def python_mounts() -> list[tuple[str, str]]:
+    """(host source, path in the sandbox) for the Python installation a kernel runs on.
+
+    Each prefix (base installation, virtualenv) is bound at its real path and, when it is
+    reached through a symlink, at the path Python reports too (a kernel started as
+    ``<venv>/bin/python`` looks for its libraries there).  The directory of the real
+    interpreter is added when it lies outside every prefix.  Paths under ``/usr``, which
+    the sandbox shows whole, are left out.
+    """
+    wanted: dict[str, str] = {}
+    prefixes = {sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for path in sorted(prefixes):
+        real = os.path.realpath(path)
+        for dest in dict.fromkeys([real, os.path.abspath(path)]):
+            if not _under(dest, "/usr"):
+                wanted[dest] = real
+    interpreter = os.path.dirname(os.path.realpath(sys.executable))
+    if not any(_under(interpreter, dest) for dest in [*wanted, "/usr"]):
+        wanted[interpreter] = interpreter
+    # Parents before children: a bind inside a bound tree must come after it.
+    return [(wanted[dest], dest) for dest in sorted(wanted, key=lambda d: (d.count("/"), d))]
+
+
 def _under(path: str, root: str) -> bool:
-    path, root = os.path.realpath(path), os.path.realpath(root)
+    """True when ``path`` is ``root`` or inside it (as written: no symlink is resolved)."""
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 

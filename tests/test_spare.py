@@ -18,7 +18,10 @@ from autograder import sandbox, spare
 from autograder.grade import build_template, grade
 from autograder.workers import Job, grade_job, marked_processes
 
-pytestmark = pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox")
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox"),
+]
 
 CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
 WHERE = {"square": "import os\nprint('CWD', os.getcwd())\ndef square(x):\n    return x ** 2"}
