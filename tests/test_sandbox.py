@@ -418,7 +418,7 @@ def test_kernel_processes_are_gone_after_a_normal_run(course):
 
 def test_sandbox_problem_names_a_missing_bwrap(monkeypatch):
     sandbox.sandbox_problem.cache_clear()
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     try:
         assert "bubblewrap" in sandbox_problem()
     finally:
@@ -519,7 +519,7 @@ def test_grade_sandboxed_wherever_the_course_lives(place, tmp_path):
             "mini", submissions=course.parent / "subs", course=course, workers=1, timeout=20
         )
         alice = result.results["alice"]
-        assert (alice["status"], alice["score"]) == ("graded", 4), alice
+        assert (alice.status, alice.score) == ("graded", 4), alice
     finally:
         if Path.home() in course.parents:
             shutil.rmtree(course.parent, ignore_errors=True)
