@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import psutil
+
 from autograder.sandbox.limits import (
     EVIDENCE_FD_ENV,
     INNER_HOME,
@@ -364,7 +366,7 @@ def scratch_root() -> str:
     os.chmod(root, 0o755)
     for entry in os.scandir(root):
         owner = entry.name.split("-")[0]
-        if owner.isdigit() and not _pid_alive(int(owner)):
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):
             shutil.rmtree(entry.path, ignore_errors=True)
     return root
 
@@ -382,16 +384,6 @@ def visible_entries(cwd: Path) -> list[Path]:
         and not entry.is_symlink()
         and (entry.is_file() or entry.is_dir())
     ]
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _write_all(fd: int, data: bytes) -> None:
