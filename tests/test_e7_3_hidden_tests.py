@@ -703,3 +703,51 @@ def test_the_common_mistakes_section_has_the_seeds_four_mistakes():
         "Using `<` instead of `<=`",
     ):
         assert words in text, words
+
+
+def _parameter_types(docstring: str) -> dict[str, str]:
+    """``{name: type text}`` from a numpydoc Parameters section."""
+    section = docstring.split("Parameters\n")[1].split("\n\n    Returns")[0]
+    found = re.findall(r"^\s{4}(\w+) : (.+)$", section, re.M)
+    return dict(found)
+
+
+def test_the_hidden_tests_pass_only_the_types_each_docstring_allows():
+    """Record every call the test cells make to a learner function, and compare with its
+    docstring: a list argument needs "list" in the type, an array argument "array"."""
+    import sys
+    import types
+
+    import numpy as np
+
+    log = types.ModuleType("_e73_type_log")
+    log.calls = []
+    sys.modules[log.__name__] = log
+    try:
+        bodies = {
+            gid: f"__import__({log.__name__!r}).calls.append(({gid!r}, dict(locals())))\n"
+            + REFERENCE_BODIES[gid]
+            for gid in GRADED_PHRASES
+        }
+        assert failing(execute(bodies)) == {}
+    finally:
+        del sys.modules[log.__name__]
+    seen: dict[tuple[str, str], set[str]] = {}
+    for gid, arguments in log.calls:
+        for name, value in arguments.items():
+            kind = (
+                "list"
+                if isinstance(value, (list, tuple))
+                else "array"
+                if isinstance(value, np.ndarray)
+                else type(value).__name__
+            )
+            seen.setdefault((gid, name), set()).add(kind)
+    for gid in GRADED_PHRASES:
+        source = SOLUTION_CELLS[gid].source
+        documented = _parameter_types(source[source.index('"""') : source.index(BEGIN)])
+        for name, doc_type in documented.items():
+            kinds = seen.get((gid, name), set())
+            assert kinds, (gid, name)
+            for kind in kinds & {"list", "array"}:
+                assert kind in doc_type, f"{gid}({name}): the tests pass a {kind}: {doc_type!r}"
