@@ -175,7 +175,7 @@ def test_a_submission_cannot_bring_its_own_verdict():
     # The monitor cell knows the tests by hash only: their (hidden) source is not in it.
     assert "assert x" not in nb.cells[0].source
     # The hidden tests' guard scans every executed cell for the reference: not this one.
-    from specdec_reference.checks import _learner_cells_using_reference
+    from specdec_reference.testing.guard import _learner_cells_using_reference
 
     assert _learner_cells_using_reference([c.source for c in nb.cells]) == []
 

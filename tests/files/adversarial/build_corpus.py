@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 ASSIGNMENT = "e7_2_acceptance_tests"
 NOTEBOOK = "acceptance_tests.ipynb"
-SAMPLES = ROOT / "tests" / "files" / ASSIGNMENT / "build_samples.py"
+SAMPLES = ROOT / "tests" / "files" / "sample_builder.py"  # every lesson's sample engine
 
 # The score of the wrong code without any trick (see expected.json of the samples:
 # mistake-raw-target-probability).  Tampering scenarios must not score more unless the
@@ -409,7 +409,7 @@ EXPECTED: dict[str, dict] = {
 
 
 def _samples_module():
-    spec = importlib.util.spec_from_file_location("build_samples", SAMPLES)
+    spec = importlib.util.spec_from_file_location("sample_builder", SAMPLES)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
