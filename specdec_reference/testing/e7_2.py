@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -589,16 +589,22 @@ def _timing_cases() -> list[tuple[float, int, float, float, float]]:
     ]
 
 
+def _timed_calls(
+    fn: Callable[..., Any],
+) -> Iterator[tuple[tuple[float, int, float, float, float], str, tuple[float, float, float]]]:
+    """Yield ``(args, call, fn(*args) as three floats)`` for each timing case."""
+    for args in _timing_cases():
+        call = checks.describe_call("speculative_speed", *args)
+        yield args, call, _speed_parts(fn, args, call)
+
+
 def check_tokens_per_second(fn: Callable[..., Any]) -> None:
     """Fail unless ``fn(...)[1]`` is ``fn(...)[0] / (t_verify + k * t_draft)``.
 
     Judged against the learner's own E[N] (the first element), so a wrong E[N] costs
     points only in its own cells.
     """
-    for a, k, t_verify, t_draft, t_target in _timing_cases():
-        args = (a, k, t_verify, t_draft, t_target)
-        call = checks.describe_call("speculative_speed", *args)
-        e_n, speed, _ = _speed_parts(fn, args, call)
+    for (a, k, t_verify, t_draft, t_target), call, (e_n, speed, _) in _timed_calls(fn):
         if not math.isfinite(e_n):
             e_n = expected_tokens(a, k)
         checks.check_close(
@@ -628,10 +634,7 @@ def check_tokens_per_second(fn: Callable[..., Any]) -> None:
 
 def check_speedup(fn: Callable[..., Any]) -> None:
     """Fail unless ``fn(...)[2]`` is ``fn(...)[1] * t_target``, against the learner's own speed."""
-    for a, k, t_verify, t_draft, t_target in _timing_cases():
-        args = (a, k, t_verify, t_draft, t_target)
-        call = checks.describe_call("speculative_speed", *args)
-        _, speed, ratio = _speed_parts(fn, args, call)
+    for (a, k, t_verify, t_draft, t_target), call, (_, speed, ratio) in _timed_calls(fn):
         if not math.isfinite(speed):
             speed = speed_estimate(a, k, t_verify, t_draft)
         checks.check_close(
