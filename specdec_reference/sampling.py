@@ -86,6 +86,7 @@ def empirical_acceptance(
     seed: int | np.random.SeedSequence | np.random.Generator | None,
     *,
     vectorized: bool = True,
+    order: str = "interleaved",
 ) -> float:
     """Estimate the acceptance rate by simulating ``trials`` drafted tokens.
 
@@ -104,6 +105,13 @@ def empirical_acceptance(
         Use the array implementation.  ``False`` runs the literal loop over
         :func:`propose_and_test`.  Both give bit-identical results for every
         input and seed, and leave a passed Generator in the same state.
+    order : {"interleaved", "batched"}, default "interleaved"
+        The draw order.  ``"interleaved"`` is the definition below (choice,
+        accept, choice, accept...).  ``"batched"`` draws every token first with
+        one ``rng.choice(len(q), size=trials, p=q)``, then every accept draw with
+        one ``rng.random(trials)``: the order of a vectorized simulation that
+        does not call :func:`propose_and_test`.  ``vectorized`` applies only to
+        the interleaved order.
 
     Returns
     -------
@@ -113,7 +121,8 @@ def empirical_acceptance(
     Raises
     ------
     ValueError
-        If ``trials < 1``, or on invalid ``p``/``q`` (see :func:`propose_and_test`).
+        If ``trials < 1``, on invalid ``p``/``q`` (see :func:`propose_and_test`),
+        or on an unknown ``order``.
     TypeError
         If ``trials`` is not an integer.
 
@@ -147,11 +156,22 @@ def empirical_acceptance(
     0.776
     >>> empirical_acceptance(p, q, 1000, seed=0, vectorized=False)
     0.776
+    >>> empirical_acceptance(p, q, 1000, seed=0, order="batched")
+    0.757
     """
     trials = operator.index(trials)
     if trials < 1:
         raise ValueError(f"trials must be at least 1, got {trials}")
+    if order not in ("interleaved", "batched"):
+        raise ValueError(f'order must be "interleaved" or "batched", got {order!r}')
     rng = np.random.default_rng(seed)
+    if order == "batched":
+        if len(p) != len(q):
+            raise ValueError(f"p and q must have the same length, got {len(p)} and {len(q)}")
+        tokens = rng.choice(len(q), size=trials, p=q)  # every drafted token first
+        u = rng.random(trials)  # then every accept draw
+        threshold = _thresholds(p, q)
+        return int(np.count_nonzero(u < threshold[tokens])) / trials
     if not vectorized:
         accepted = 0
         for _ in range(trials):
@@ -164,16 +184,9 @@ def empirical_acceptance(
     accepted = int(first)
 
     # Exactly what Generator.choice computes from q.
-    q64 = np.ascontiguousarray(q, dtype=np.float64)
-    p64 = np.ascontiguousarray(p, dtype=np.float64)
-    cdf = q64.cumsum()
+    cdf = np.ascontiguousarray(q, dtype=np.float64).cumsum()
     cdf /= cdf[-1]
-    # Threshold per token as accept_prob computes it: p / q in float64, then
-    # Python's min(1.0, ratio), which keeps the ratio only when ratio < 1.0 (NaN -> 1).
-    # Tokens with q == 0 are never drawn (their cdf step is flat); give them 0.
-    with np.errstate(over="ignore", invalid="ignore"):  # Python's p / q gives inf, nan silently
-        ratio = np.divide(p64, q64, out=np.zeros_like(p64), where=q64 > 0)
-    threshold = np.where(ratio < 1.0, ratio, 1.0)
+    threshold = _thresholds(p, q)
 
     remaining = trials - 1
     while remaining > 0:
@@ -183,6 +196,20 @@ def empirical_acceptance(
         accepted += int(np.count_nonzero(u[1::2] < threshold[tokens]))  # odd: the tests
         remaining -= n
     return accepted / trials
+
+
+def _thresholds(p: npt.ArrayLike, q: npt.ArrayLike) -> np.ndarray:
+    """Return each token's acceptance probability, computed exactly as ``accept_prob`` does.
+
+    ``p / q`` in float64, then Python's ``min(1.0, ratio)``, which keeps the ratio
+    only when ``ratio < 1.0`` (NaN gives 1).  Tokens with ``q == 0`` are never drawn
+    (their step of the cumulative sum is flat); they get 0.
+    """
+    q64 = np.ascontiguousarray(q, dtype=np.float64)
+    p64 = np.ascontiguousarray(p, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # Python's p / q gives inf, nan silently
+        ratio = np.divide(p64, q64, out=np.zeros_like(p64), where=q64 > 0)
+    return np.where(ratio < 1.0, ratio, 1.0)
 
 
 def _as_tokens(draft_tokens: npt.ArrayLike) -> list[int]:

@@ -21,6 +21,13 @@ SOURCE_NB = LESSON.source_nb
 TEST_CELLS = LESSON.test_cells
 POINTS = LESSON.points
 FUNCTIONS = ["accept_prob", "overall_acceptance", "propose_and_test", "empirical_acceptance"]
+SOLUTIONS = [
+    *FUNCTIONS,
+    "part1_answers",
+    "one_pass_answers",
+    "speculative_speed",
+    "check_understanding",
+]
 
 
 def execute(bodies: dict[str, str] | None = None) -> tuple[dict[str, Outcome], dict]:
@@ -37,9 +44,7 @@ def run_in_process(bodies: dict[str, str] | None = None) -> dict[str, Outcome]:
 def function_of(grade_id: str) -> str:
     """The solution grade_id a test cell checks (test_<solution>_<behaviour>)."""
     rest = grade_id.removeprefix("test_")
-    return next(
-        s for s in [*FUNCTIONS, "part1_answers", "check_understanding"] if rest.startswith(s + "_")
-    )
+    return next(s for s in SOLUTIONS if rest.startswith(s + "_"))
 
 
 # Mutants that are not sample submissions: (grade_id, body) pairs.
@@ -134,6 +139,77 @@ MUTANTS = {
         return float(np.minimum(np.asarray(p), np.asarray(q)).sum())
         """
     },
+    # Not simulations: each returns (an estimate of) the formula it should check.
+    "empirical-formula-numpy": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        rng = np.random.default_rng(seed)
+        return float(np.mean(rng.random(trials) < sum(min(a, b) for a, b in zip(p, q))))
+        """
+    },
+    "empirical-binomial-of-formula": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        rng = np.random.default_rng(seed)
+        return rng.binomial(trials, overall_acceptance(p, q)) / trials
+        """
+    },
+    # A simulation, but in an order the tests do not know: only the seeded cells care.
+    "empirical-tests-before-tokens": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+        rng = np.random.default_rng(seed)
+        u = rng.random(trials)
+        tokens = rng.choice(len(q), size=trials, p=q)
+        return np.mean(u < np.minimum(1.0, p[tokens] / q[tokens]))
+        """
+    },
+    # Correct: calls propose_and_test through a list comprehension and numpy.
+    "empirical-comprehension": {
+        "empirical_acceptance": """
+        if trials < 1:
+            raise ValueError("trials < 1")
+        rng = np.random.default_rng(seed)
+        return np.array([propose_and_test(p, q, rng)[1] for _ in range(trials)]).mean()
+        """
+    },
+    "trace-raw-target-probability": {
+        "one_pass_answers": """
+        accepted_tokens = ["the"]
+        stop_position = 2
+        tokens_emitted = 2
+        answer_e_n = 3.3616
+        answer_speed = 210.1
+        answer_speedup = 2.101
+        """
+    },
+    "trace-inverted-ratio": {
+        "one_pass_answers": """
+        accepted_tokens = []
+        stop_position = 4
+        tokens_emitted = 5
+        answer_e_n = 1 + 0.8 + 0.8**2 + 0.8**3 + 0.8**4 + 0.8**5
+        answer_speed = 3.3616 / 0.013
+        answer_speedup = 210.1
+        """
+    },
+    "speed-one-draft-step": {
+        "speculative_speed": """
+        e_n = sum(a**i for i in range(k + 1))
+        speed = e_n / (t_verify + t_draft)
+        return e_n, speed, speed / t_target
+        """
+    },
+    "speed-returns-two": {
+        "speculative_speed": """
+        e_n = sum(a**i for i in range(k + 1))
+        return e_n, e_n / (t_verify + k * t_draft)
+        """
+    },
     "accept-prob-misses-nan": {
         "accept_prob": """
         if q <= 0:
@@ -143,7 +219,10 @@ MUTANTS = {
     },
 }
 SAMPLE_BODIES = {name: overrides for name, overrides in LESSON.scenarios.items() if name != "blank"}
-CORRECT = [name for name in SAMPLE_BODIES if name == "reference" or name.startswith("variant-")]
+CORRECT = [
+    *(name for name in SAMPLE_BODIES if name == "reference" or name.startswith("variant-")),
+    "empirical-comprehension",
+]
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +365,65 @@ CAUGHT = [
         "expected ValueError",
     ),
     ("test_propose_and_test_seeded", "mistake-global-rng", "exactly two draws"),
-    ("test_empirical_acceptance_seeded", "mistake-global-rng", "create one generator"),
+    ("test_empirical_acceptance_seeded", "mistake-global-rng", "one generator"),
+    ("test_empirical_acceptance_seeded", "empirical-tests-before-tokens", "batched order"),
+    # the simulation must simulate: propose_and_test swapped for a known stand-in
+    (
+        "test_empirical_acceptance_simulates_propose_and_test",
+        "mistake-formula-not-simulation",
+        "formula's value",
+    ),
+    (
+        "test_empirical_acceptance_simulates_propose_and_test",
+        "mistake-coin-flip-with-formula",
+        "coin flip",
+    ),
+    ("test_empirical_acceptance_simulates_propose_and_test", "empirical-formula-numpy", "formula"),
+    (
+        "test_empirical_acceptance_simulates_propose_and_test",
+        "empirical-binomial-of-formula",
+        "formula",
+    ),
+    (
+        "test_empirical_acceptance_simulates_propose_and_test",
+        "empirical-mean-of-probabilities",
+        "formula",
+    ),
+    (
+        "test_empirical_acceptance_simulates_propose_and_test",
+        "empirical-tests-before-tokens",
+        "never called propose_and_test",
+    ),
+    # <= keeps a token with p = 0 when u is exactly 0
+    (
+        "test_propose_and_test_never_accepts_disjoint_supports",
+        "mistake-less-or-equal",
+        "exactly 0",
+    ),
+    # Part 3: the trace and the speed
+    (
+        "test_one_pass_answers_accepted_tokens",
+        "mistake-keeps-tokens-after-rejection",
+        "after the first rejection",
+    ),
+    ("test_one_pass_answers_accepted_tokens", "trace-raw-target-probability", "raw target"),
+    ("test_one_pass_answers_accepted_tokens", "trace-inverted-ratio", "inverted ratio"),
+    ("test_one_pass_answers_stop_position", "trace-inverted-ratio", "first rejection"),
+    ("test_one_pass_answers_tokens_emitted", "mistake-forgets-target-token", "target's token"),
+    ("test_one_pass_answers_tokens_emitted", "trace-inverted-ratio", "k + 1"),
+    ("test_one_pass_answers_answer_e_n", "mistake-forgets-target-token", "target's token"),
+    ("test_one_pass_answers_answer_e_n", "mistake-k-plus-one", "k + 1"),
+    ("test_one_pass_answers_answer_e_n", "trace-inverted-ratio", "one term too many"),
+    ("test_one_pass_answers_answer_speed", "mistake-no-draft-cost", "without the draft cost"),
+    ("test_one_pass_answers_answer_speed", "trace-inverted-ratio", "one draft step"),
+    ("test_one_pass_answers_answer_speedup", "trace-inverted-ratio", "the speed itself"),
+    ("test_speculative_speed_expected_tokens", "mistake-forgets-target-token", "target's token"),
+    ("test_speculative_speed_expected_tokens", "mistake-k-plus-one", "k + 1"),
+    ("test_speculative_speed_at_a_equal_to_one", "mistake-closed-form-at-a-equal-to-one", "0 / 0"),
+    ("test_speculative_speed_tokens_per_second", "mistake-no-draft-cost", "without the draft cost"),
+    ("test_speculative_speed_tokens_per_second", "speed-one-draft-step", "one draft step"),
+    ("test_speculative_speed_speedup", "speed-one-draft-step", "divided by t_target"),
+    ("test_speculative_speed_speedup", "speed-returns-two", "expected 3 values"),
 ]
 
 
@@ -313,7 +450,9 @@ def test_messages_say_what_was_called_and_what_was_expected(outcomes_by_scenario
         message = outcome.message
         # What was expected, and what came back (or was called).
         assert re.search(r"expected|must|should", message), (gid, message)
-        assert re.search(r"\w+\(|answer_\d|choice", message), (gid, message)
+        assert re.search(
+            r"\w+\(|answer_\w+|choice|accepted_tokens|stop_position|tokens_emitted", message
+        ), (gid, message)
 
 
 # ---------------------------------------------------------------------------
@@ -321,6 +460,12 @@ def test_messages_say_what_was_called_and_what_was_expected(outcomes_by_scenario
 # ---------------------------------------------------------------------------
 
 ONE_FUNCTION_MISTAKES = {
+    "mistake-formula-not-simulation": "empirical_acceptance",
+    "mistake-coin-flip-with-formula": "empirical_acceptance",
+    "mistake-less-or-equal": "propose_and_test",
+    "mistake-closed-form-at-a-equal-to-one": "speculative_speed",
+    "speed-one-draft-step": "speculative_speed",
+    "mistake-keeps-tokens-after-rejection": "one_pass_answers",
     "mistake-raw-target-probability": "accept_prob",
     "mistake-inverted-ratio": "accept_prob",
     "mistake-no-cap": "accept_prob",
@@ -437,6 +582,8 @@ DOCSTRING_PROMISES = {
         "min(1, p[t] / q[t])",
         "always when p equals q",
         "never when p[t] is 0",
+        "exactly 0.0",
+        "not <=",
         "same generator state gives the same result",
         "advances rng",
         "exactly two",
@@ -453,6 +600,18 @@ DOCSTRING_PROMISES = {
         "same seed gives the same result",
         "different seeds",
         "global random state",
+        "stand-in",
+        "rng.choice(len(q), size=trials, p=q)",
+        "rng.random(trials)",
+    ],
+    "speculative_speed": [
+        "1 + a + a**2 + ... + a**k",
+        "k + 1 when a = 1",
+        "t_verify + k * t_draft",
+        "1 / t_target",
+        "your own expected_tokens",
+        "your own tokens_per_time",
+        "Python or numpy number",
     ],
 }
 
@@ -495,6 +654,21 @@ def test_statistical_checks_state_seed_sample_size_and_bound(cell):
     assert re.search(r"1e-(6|12)", comments), comments
 
 
+DETERMINISTIC_NEW = [
+    "test_empirical_acceptance_simulates_propose_and_test",
+    "test_speculative_speed_expected_tokens",
+    "test_speculative_speed_at_a_equal_to_one",
+    "test_speculative_speed_tokens_per_second",
+    "test_speculative_speed_speedup",
+]
+
+
+@pytest.mark.parametrize("cell", DETERMINISTIC_NEW)
+def test_new_checks_say_they_are_deterministic(cell):
+    """They use no sampling of their own, so no false-failure bound is needed; they say so."""
+    assert "# Deterministic" in TEST_CELLS[cell].source
+
+
 def test_statistical_checks_weigh_more_than_seeded_exactness():
     seeded = sum(p for g, p in POINTS.items() if g.endswith("_seeded"))
     statistical = sum(POINTS[g] for g in STATISTICAL)
@@ -507,12 +681,17 @@ def test_points_in_headings_match_the_test_cells():
     part_points = {
         "## Part 1": sum(p for g, p in POINTS.items() if g.startswith("test_part1_answers")),
         "## Part 2": sum(p for g, p in POINTS.items() if function_of(g) in FUNCTIONS),
+        "## Part 3": sum(
+            p
+            for g, p in POINTS.items()
+            if function_of(g) in ("one_pass_answers", "speculative_speed")
+        ),
         "## Check your understanding": POINTS["test_check_understanding_choice"],
     }
     for prefix, points in part_points.items():
         heading = next(h for h in headings if h.startswith(prefix))
         assert f"({points} point" in heading, heading
-    for function in FUNCTIONS:
+    for function in [*FUNCTIONS, "speculative_speed"]:
         heading = next(h for h in headings if h.startswith(f"### `{function}`"))
         points = sum(p for g, p in POINTS.items() if function_of(g) == function)
         assert f"({points} points)" in heading, heading
@@ -522,3 +701,123 @@ def test_hidden_suite_is_fast_in_process():
     """All test cells of the reference solution take well under the grader's budget."""
     outcomes = run_in_process()
     assert sum(o.seconds for o in outcomes.values()) < 10
+
+
+# ---------------------------------------------------------------------------
+# Issue 14: the grading scheme as stated, the order of the cells, one set of numbers
+# ---------------------------------------------------------------------------
+
+#: Cells that grade the protocol (input checks, randomness only from the generator, the
+#: seeded draw order) rather than the lesson's ideas: one point each.
+PROTOCOL = {
+    "test_accept_prob_rejects_bad_q",
+    "test_overall_acceptance_rejects_mismatched_lengths",
+    "test_propose_and_test_uses_only_rng",
+    "test_propose_and_test_seeded",
+    "test_empirical_acceptance_same_seed_same_result",
+    "test_empirical_acceptance_leaves_global_random_state",
+    "test_empirical_acceptance_rejects_fewer_than_one_trial",
+    "test_empirical_acceptance_seeded",
+}
+
+
+def _markdown(cell_id: str) -> str:
+    return " ".join(next(c for c in SOURCE_NB.cells if c.get("id") == cell_id).source.split())
+
+
+def test_the_grading_scheme_in_the_notebook_is_the_one_the_cells_implement(
+    outcomes_by_scenario,
+):
+    total = sum(POINTS.values())
+    protocol = sum(POINTS[g] for g in PROTOCOL)
+    assert all(POINTS[g] == 1 for g in PROTOCOL)
+    assert protocol <= total / 5, "the protocol must not carry more than a fifth of the points"
+    text = _markdown("title")
+    assert f"({total} in all)" in text
+    assert f"**{total - protocol} points go to the lesson's ideas**" in text
+    assert f"**{protocol} points, one per test cell, go to the protocol**" in text
+    # "Accepting on the raw target probability ... costs 5 of the 6 points of accept_prob".
+    lost = sum(POINTS[g] for g in failing(outcomes_by_scenario["mistake-raw-target-probability"]))
+    own = sum(p for g, p in POINTS.items() if function_of(g) == "accept_prob")
+    assert f"costs {lost} of the {own} points of `accept_prob`" in text
+
+
+@pytest.mark.parametrize(
+    ("scenario", "points"),
+    [
+        ("mistake-raw-target-probability", 5),
+        ("mistake-raw-target-probability-inline", 5),
+        ("mistake-no-cap", 2),
+        ("mistake-formula-not-simulation", 5),
+        ("mistake-coin-flip-with-formula", 4),
+        ("mistake-keeps-tokens-after-rejection", 2),
+    ],
+)
+def test_core_mistakes_cost_more_than_a_protocol_point(outcomes_by_scenario, scenario, points):
+    assert sum(POINTS[g] for g in failing(outcomes_by_scenario[scenario])) == points
+
+
+def test_the_prediction_is_asked_before_the_idea_answers_it():
+    ids = [c.get("id") for c in SOURCE_NB.cells]
+    assert ids.index("predict-first") < ids.index("the-idea")
+    before = " ".join(SOURCE_NB.cells[i].source for i in range(ids.index("predict-first")))
+    assert "not enough" not in before and "heuristic" not in before
+
+
+def test_the_idea_says_what_tokens_with_q_zero_contribute():
+    assert "q(x) = 0$ is never proposed, so it contributes 0" in _markdown("the-idea")
+
+
+def test_the_chapter_context_derives_why_verification_is_cheap():
+    """14 GB at 2 TB/s is 7 ms; 2 FLOP per weight at 300 TFLOP/s is about 0.05 ms."""
+    text = _markdown("chapter-context")
+    params, bytes_per, bandwidth, flops = 7e9, 2, 2e12, 3e14
+    assert "7 billion parameters" in text and "16-bit" in text and "14 GB" in text
+    assert f"= **{params * bytes_per / bandwidth * 1e3:.0f} ms**" in text
+    assert f"$\\approx$ **{2 * params / flops * 1e3:.2f} ms**" in text
+    assert f"5 \\times 0.05 \\approx {5 * 2 * params / flops * 1e3:.2f}$ ms" in text
+    assert (
+        "150 positions" in text
+        and round(params * bytes_per / bandwidth / (2 * params / flops), -1) == 150
+    )
+
+
+def test_part_3_shows_the_draft_the_tests_grade():
+    """One set of numbers: the table in the notebook is testing.e7_2's DRAFT."""
+    from specdec_reference.testing import e7_2
+
+    text = _markdown("part3")
+    for i, token in enumerate(e7_2.DRAFT):
+        row = (
+            f'| {i + 1} | `"{token}"` | {e7_2.DRAFT_Q[i]} | {e7_2.DRAFT_P[i]} | {e7_2.DRAFT_R[i]} |'
+        )
+        assert row in text, row
+    # No uniform draw sits on its threshold, so < and <= trace the same.
+    for p, q, r in zip(e7_2.DRAFT_P, e7_2.DRAFT_Q, e7_2.DRAFT_R, strict=True):
+        assert r != min(1.0, p / q)
+
+
+def test_the_chapter_numbers_follow_from_its_timings():
+    import math
+
+    from specdec_reference import expected_tokens, speed_estimate, speedup
+    from specdec_reference.testing import e7_2
+
+    c = e7_2.CHAPTER
+    assert math.isclose(expected_tokens(c["a"], c["k"]), 3.3616)
+    assert math.isclose(speed_estimate(c["a"], c["k"], c["t_verify"], c["t_draft"]), 210.1)
+    assert math.isclose(speedup(c["a"], c["k"], c["t_verify"], c["t_draft"], c["t_target"]), 2.101)
+
+
+def test_the_zero_draw_generator_is_a_real_generator_that_draws_exactly_zero():
+    import numpy as np
+
+    from specdec_reference import propose_and_test
+    from specdec_reference.testing import e7_2
+
+    rng = e7_2.generator_with_zero_draw(1)
+    assert isinstance(rng, np.random.Generator)
+    first, second = rng.random(), rng.random()
+    assert first > 0 and second == 0.0
+    # The reference's strict < rejects a token with p = 0 at u = 0; <= would keep it.
+    assert propose_and_test([0.0, 1.0], [1.0, 0.0], e7_2.generator_with_zero_draw(1)) == (0, False)

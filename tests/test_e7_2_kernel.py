@@ -50,7 +50,7 @@ def test_a_correct_solution_that_emits_a_runtime_warning_keeps_its_points(graded
     assert result["status"] == "graded", result
     lost = {c["grade_id"]: c["message"] for c in result["cells"] if c["score"] != c["max_score"]}
     assert not lost
-    assert result["score"] == result["max_score"] == 27
+    assert result["score"] == result["max_score"] == sum(EXPECTED["reference"].values()) == 50
 
 
 def test_a_learner_who_imports_the_reference_forfeits_every_test_cell(graded):

@@ -663,3 +663,39 @@ def test_optimal_k_agrees_with_brute_force(alpha, c):
 def test_optimal_k_rejects_a_negative_k_max():
     with pytest.raises(ValueError, match="k_max"):
         optimal_k(0.8, 0.1, k_max=-1)
+
+
+# --- empirical_acceptance's batched order: what a vectorized learner writes -------------
+
+
+@pytest.mark.parametrize("name", sorted(DISTRIBUTIONS))
+@pytest.mark.parametrize("trials", [1, 2, 7, 100, 1001])
+def test_batched_order_is_all_tokens_then_all_accept_draws(name, trials):
+    """order="batched" is rng.choice(len(q), size=trials, p=q), then rng.random(trials)."""
+    p, q = DISTRIBUTIONS[name]
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        tokens = rng.choice(len(q), size=trials, p=q)
+        u = rng.random(trials)
+        kept = sum(float(u[i]) < accept_prob(p[t], q[t]) for i, t in enumerate(tokens.tolist()))
+        got = empirical_acceptance(p, q, trials, seed, order="batched")
+        assert type(got) is float and got == kept / trials, (name, trials, seed)
+
+
+def test_batched_order_differs_from_the_loop_for_the_same_seed():
+    """The two orders are different simulations: the seeded tests must know both."""
+    loop = empirical_acceptance(LESSON_P, LESSON_Q, 1000, 0)
+    batched = empirical_acceptance(LESSON_P, LESSON_Q, 1000, 0, order="batched")
+    assert (loop, batched) == (0.776, 0.757)
+
+
+@pytest.mark.parametrize(
+    ("p", "q", "order", "words"),
+    [
+        (LESSON_P, LESSON_Q, "random", "order must be"),
+        ([0.5, 0.5], [0.2, 0.3, 0.5], "batched", "same length"),
+    ],
+)
+def test_batched_order_rejects_bad_arguments(p, q, order, words):
+    with pytest.raises(ValueError, match=words):
+        empirical_acceptance(p, q, 10, 0, order=order)

@@ -51,6 +51,12 @@ WRONG_ACCEPT_PROB = """
     return p
     """
 
+# Full marks and the wrong code's score, from the E7.2 samples' expected scores (the
+# reference and mistake-raw-target-probability), so that a change of points moves them too.
+_SAMPLE_SCORES = json.loads((ROOT / "tests" / "files" / ASSIGNMENT / "expected.json").read_text())
+FULL = float(sum(_SAMPLE_SCORES["reference"].values()))
+WRONG = float(sum(_SAMPLE_SCORES["mistake-raw-target-probability"].values()))
+
 # Code that sets the part-1 answers right only when ``ok`` is true.
 ANSWERS_IF_OK = """
     answer_1 = 0.625 if ok else 0.0
@@ -339,7 +345,7 @@ SCENARIOS: dict[str, dict] = {
     },
     "tamper-fake-output": {
         "base": "wrong",
-        "after": {"accept_prob": 'print("All tests passed \\u2713  27/27 points")'},
+        "after": {"accept_prob": f'print("All tests passed \\u2713  {FULL:g}/{FULL:g} points")'},
     },
     # --- a correct solution that writes warnings: full marks ----------------------------------
     "correct-prints-warnings": {
@@ -359,14 +365,13 @@ SCENARIOS: dict[str, dict] = {
     },
 }
 
-FULL = 27.0
 TAMPER_BOUND = "baseline"  # no more than wrong-baseline's score, unless forfeited
 
 #: scenario -> expected outcome.  "status": allowed statuses; "score": [min, max] or
 #: "baseline" (at most the baseline's score); "flags": flags that must be present;
 #: "no_flags": prefixes that must not appear.
 EXPECTED: dict[str, dict] = {
-    "wrong-baseline": {"status": ["graded"], "score": [25.0, 25.0], "no_flags": ["tamper:"]},
+    "wrong-baseline": {"status": ["graded"], "score": [WRONG, WRONG], "no_flags": ["tamper:"]},
     "loop-infinite": {"status": ["graded", "timeout"], "score": [FULL, FULL],
                       "no_flags": ["tamper:"]},
     "loop-ignores-interrupts": {"status": ["timeout", "failed"], "score": [0.0, 0.0]},

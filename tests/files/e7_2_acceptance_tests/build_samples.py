@@ -59,6 +59,36 @@ SCENARIOS: dict[str, dict[str, str]] = {
             ratio = np.divide(p, q, out=np.zeros_like(p), where=q > 0)
             return np.mean(u[1::2] < np.minimum(1.0, ratio)[tokens])
             """,
+        "one_pass_answers": """
+            r = np.array([0.5, 0.45, 0.4, 0.1])
+            ratio = np.minimum(1, np.array([0.8, 0.3, 0.2, 0.9]) / np.array([0.2, 0.5, 0.8, 0.3]))
+            passed = r < ratio
+            first_rejection = int(np.argmin(passed))  # passed is not all True here
+            accepted_tokens = ("the", "cat", "sat", "on")[:first_rejection]
+            stop_position = np.int64(first_rejection + 1)
+            tokens_emitted = np.int64(first_rejection + 1)
+            answer_e_n = np.sum(0.8 ** np.arange(5))
+            answer_speed = answer_e_n / np.float64(0.016)
+            answer_speedup = answer_speed / 100
+            """,
+        # The closed form, with the limit at a = 1 handled separately.
+        "speculative_speed": """
+            e_n = np.float64(k + 1) if a == 1 else (1 - np.power(a, k + 1)) / (1 - a)
+            speed = e_n / np.add(t_verify, np.multiply(k, t_draft))
+            return np.array([e_n, speed, speed / (1 / t_target)])
+            """,
+    },
+    # The natural vectorized simulation: all tokens, then all tests (the batched order).
+    "variant-vectorized-batched": {
+        "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials must be at least 1")
+            p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+            rng = np.random.default_rng(seed)
+            tokens = rng.choice(len(q), size=trials, p=q)
+            u = rng.random(trials)
+            return np.mean(u < np.minimum(1.0, p[tokens] / q[tokens]))
+            """,
     },
     "variant-python-loops-and-lists": {
         "part1_answers": """
@@ -103,6 +133,28 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "check_understanding": """
             choice = "b"
             """,
+        "one_pass_answers": """
+            accepted_tokens = []
+            for token, q_i, p_i, r_i in [("the", 0.2, 0.8, 0.5), ("cat", 0.5, 0.3, 0.45),
+                                         ("sat", 0.8, 0.2, 0.4), ("on", 0.3, 0.9, 0.1)]:
+                if r_i < min(1, p_i / q_i):
+                    accepted_tokens.append(token)
+                else:
+                    break
+            stop_position = len(accepted_tokens) + 1 if len(accepted_tokens) < 4 else None
+            tokens_emitted = len(accepted_tokens) + 1
+            answer_e_n = 3.3616
+            answer_speed = 210.1
+            answer_speedup = 2.101
+            """,
+        "speculative_speed": """
+            total = 0
+            term = 1
+            for _ in range(k + 1):
+                total += term
+                term *= a
+            return [total, total / (t_verify + k * t_draft), total * t_target / (t_verify + k * t_draft)]
+            """,
     },
     # Correct, but numpy writes "RuntimeWarning: divide by zero" when q == 0.
     "variant-runtime-warning": {
@@ -113,12 +165,7 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return min(1.0, float(ratio))
             """,
     },
-    "variant-less-or-equal": {
-        "propose_and_test": """
-            token = int(rng.choice(len(q), p=q))
-            return token, bool(rng.random() <= accept_prob(p[token], q[token]))
-            """,
-    },
+
     # --- common mistakes -------------------------------------------------------------
     # Wrong accept_prob only: propose_and_test calls it, but its tests substitute the
     # reference, so only accept_prob's own cells lose points (no cascade).
@@ -204,6 +251,97 @@ SCENARIOS: dict[str, dict[str, str]] = {
             for _ in range(trials):
                 accepted += propose_and_test(p, q, np.random)[1]
             return accepted / trials
+            """,
+    },
+    # <= keeps a token with p = 0 when u is exactly 0: only the disjoint-supports cell.
+    "mistake-less-or-equal": {
+        "propose_and_test": """
+            token = int(rng.choice(len(q), p=q))
+            return token, bool(rng.random() <= accept_prob(p[token], q[token]))
+            """,
+    },
+    # Not a simulation: the formula the function exists to check, rounded to a fraction.
+    "mistake-formula-not-simulation": {
+        "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials must be at least 1")
+            return round(overall_acceptance(p, q) * trials) / trials
+            """,
+    },
+    # A coin flip with the formula's probability: seeded and random, but it checks nothing.
+    "mistake-coin-flip-with-formula": {
+        "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials must be at least 1")
+            rng = np.random.default_rng(seed)
+            return np.mean(rng.random(trials) < np.minimum(p, q).sum())
+            """,
+    },
+    # Part 3: verification goes on after the rejection (emitted count follows from it).
+    "mistake-keeps-tokens-after-rejection": {
+        "one_pass_answers": """
+            accepted_tokens = ["the", "cat", "on"]
+            stop_position = 3
+            tokens_emitted = 4
+            answer_e_n = 3.3616
+            answer_speed = 210.1
+            answer_speedup = 2.101
+            """,
+    },
+    # Part 3: the pass's own token from the target is left out, in answers and function.
+    "mistake-forgets-target-token": {
+        "one_pass_answers": """
+            accepted_tokens = ["the", "cat"]
+            stop_position = 3
+            tokens_emitted = 2
+            answer_e_n = 0.8 + 0.8**2 + 0.8**3 + 0.8**4
+            answer_speed = answer_e_n / 0.016
+            answer_speedup = answer_speed * 0.010
+            """,
+        "speculative_speed": """
+            e_n = sum(a**i for i in range(1, k + 1))
+            speed = e_n / (t_verify + k * t_draft)
+            return e_n, speed, speed * t_target
+            """,
+    },
+    # Part 3: E[N] = k + 1 as if every drafted token passed.
+    "mistake-k-plus-one": {
+        "one_pass_answers": """
+            accepted_tokens = ["the", "cat"]
+            stop_position = 3
+            tokens_emitted = 3
+            answer_e_n = 5
+            answer_speed = answer_e_n / 0.016
+            answer_speedup = answer_speed * 0.010
+            """,
+        "speculative_speed": """
+            e_n = k + 1
+            speed = e_n / (t_verify + k * t_draft)
+            return e_n, speed, speed * t_target
+            """,
+    },
+    # Part 3: the speed without the draft steps' time.
+    "mistake-no-draft-cost": {
+        "one_pass_answers": """
+            accepted_tokens = ["the", "cat"]
+            stop_position = 3
+            tokens_emitted = 3
+            answer_e_n = 3.3616
+            answer_speed = answer_e_n / 0.012
+            answer_speedup = answer_speed * 0.010
+            """,
+        "speculative_speed": """
+            e_n = sum(a**i for i in range(k + 1))
+            speed = e_n / t_verify
+            return e_n, speed, speed * t_target
+            """,
+    },
+    # Part 3: the closed form with no case for a = 1 (ZeroDivisionError there).
+    "mistake-closed-form-at-a-equal-to-one": {
+        "speculative_speed": """
+            e_n = (1 - a ** (k + 1)) / (1 - a)
+            speed = e_n / (t_verify + k * t_draft)
+            return e_n, speed, speed * t_target
             """,
     },
     "mistake-imports-reference": {
