@@ -55,6 +55,7 @@ class Roster:
     entries: list[RosterEntry] = field(default_factory=list)
     delimiter: str = ","
     path: Path | None = None
+    encoding: str = "utf-8"  #: as read, so that a filled-in copy is written the same way
 
     def column(self, *names: str) -> int | None:
         """Index of the first header cell equal (case-blind) to one of ``names``."""
@@ -85,12 +86,16 @@ def read_roster(path: Path | str) -> Roster:
         raise UsageError(f"cannot read roster {path}: {exc}") from exc
     if len(raw) > MAX_ROSTER_BYTES:
         raise UsageError(f"roster {path} is larger than {MAX_ROSTER_BYTES // 2**20} MiB")
+    encoding = "utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        encoding = "utf-16"  # Blackboard's "Download Grades" (tab separated .xls)
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode(encoding)
     except UnicodeDecodeError:
-        text = raw.decode("cp1252", errors="replace")  # Excel's default on Windows
+        encoding = "cp1252"  # Excel's default on Windows
+        text = raw.decode(encoding, errors="replace")
     roster = parse_roster(text)
-    roster.path = path
+    roster.path, roster.encoding = path, encoding
     return roster
 
 
