@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 from lms_fixtures import (
@@ -19,9 +21,11 @@ from lms_fixtures import (
     moodle_download,
     moodle_worksheet,
     nbgrader_submitted,
+    write_zip,
     zipped,
 )
 
+from autograder.collect import read_members
 from autograder.intake.detect import parse_download, scores
 from autograder.intake.records import Context, Intake, Member
 from autograder.intake.roster import apply_roster, parse_roster
@@ -32,13 +36,10 @@ CTX = Context(notebook="acceptance_tests", assignment="e7_2")
 
 
 def as_members(files: dict[str, bytes]) -> list[Member]:
-    out = []
-    for name, data in files.items():
-        parts = tuple(name.split("/"))
-        if any(p.startswith(".") for p in parts):
-            continue
-        out.append(Member(parts, data))
-    return out
+    """The members the collector reads from a zip of ``files`` (the real reader)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        members, _ = read_members(write_zip(Path(tmp) / "download.zip", files))
+    return members
 
 
 def by_id(intake: Intake) -> dict:
@@ -79,10 +80,10 @@ def test_canvas_ids_late_resubmission_text_entry_and_anonymous():
 
 def test_canvas_notebook_inside_an_uploaded_zip_is_found():
     files = {"leejo_12_345_work.zip": zipped({"work/acceptance_tests.ipynb": NB})}
-    members = [Member(("leejo_12_345_work.zip", "work", "acceptance_tests.ipynb"), NB)]
-    intake = parse_download(members, CTX, "canvas")
-    assert set(files) == {"leejo_12_345_work.zip"}
+    intake = parse_download(as_members(files), CTX)
+    assert intake.layout == "canvas"
     assert by_id(intake)["12"].member.path == "leejo_12_345_work.zip/work/acceptance_tests.ipynb"
+    assert by_id(intake)["12"].member.data == NB
 
 
 @pytest.mark.parametrize("flat", [False, True])
@@ -165,11 +166,14 @@ def test_github_usernames_from_prefix_wrapper_or_roster():
     intake = parse_download(as_members(files), CTX)
     assert intake.layout == "github" and sorted(by_id(intake)) == ["bo", "jane-doe"]
     one = github_clone("e7-2", {"solo-user": {"acceptance_tests.ipynb": NB}})
-    intake = parse_download(as_members(one), Context(wrapper=("e7-2-submissions",)))
+    with tempfile.TemporaryDirectory() as tmp:
+        zipped_clone = write_zip(Path(tmp) / "c.zip", one, wrapper="e7-2-submissions")
+        members, wrapper = read_members(zipped_clone)
+    assert wrapper == ("e7-2-submissions",)
+    intake = parse_download(members, Context(wrapper=wrapper))
     assert intake.layout == "github" and sorted(by_id(intake)) == ["solo-user"]
     roster = parse_roster(github_grades("e7-2", [("solo-user", "Solo User")]))
-    ctx = Context(repos=roster.repositories())
-    intake = parse_download(as_members(one), ctx, "github")
+    intake = parse_download(members, Context(repos=roster.repositories()), "github")
     assert sorted(by_id(intake)) == ["solo-user"]
 
 

@@ -190,10 +190,16 @@ def assemble(
             rec.flags.append(
                 f"ambiguous: uploads under id {original} carry different names ({', '.join(names)})"
             )
-        notebooks = [c for c in group if c.base is not None]
+        # an unreadable member is a candidate too, so that its problem is what is reported
+        notebooks = [c for c in group if c.base is not None or c.member.problem]
         seen = set()
         for c in group:
-            if c.base is None and c.member.path not in seen:
+            if (
+                c.base is None
+                and not c.member.problem
+                and c.member.name
+                and c.member.path not in seen
+            ):
                 seen.add(c.member.path)
                 rec.ignored.append(f"{c.member.path} ({c.why_ignored})")
         chosen = choose_notebook(rec, notebooks, notebook)
