@@ -45,6 +45,7 @@ SUBMISSION_STATUS = {
     "failed": "Grading failed",
     "timeout": "Timed out",
     "invalid": "Invalid submission",
+    "missing": "No submission",
 }
 CELL_STATUS = {
     "passed": ("Passed", "\u2713"),

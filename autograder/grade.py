@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.collect import Submission, collect
+from autograder.collect import Submission, collect_class
 from autograder.course import (
     UsageError,
     db_url,
@@ -31,10 +31,12 @@ from autograder.course import (
     notebooks,
     scratch_dir,
 )
+from autograder.grading import students as student_info
+from autograder.intake import submitted as submitted_dir
 from autograder.pool import ExecutorFactory, local_executor, run_jobs, start_local_workers
 from autograder.workers import Job, grade_job, result_to_json
 
-STATUSES = ("graded", "failed", "timeout", "invalid")
+STATUSES = ("graded", "failed", "timeout", "invalid", "missing")
 
 
 @dataclass
@@ -46,6 +48,10 @@ class GradeResult:
     results: dict[str, dict] = field(default_factory=dict)  #: every student graded so far
     graded_now: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)  #: unchanged since an earlier run
+    layout: str = "plain"  #: the submissions' layout (``canvas``, ``nbgrader``, ...)
+    in_place: bool = False  #: graded from the course's own ``submitted/``
+    ignored: list[str] = field(default_factory=list)  #: files not graded, with why
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def reports(self) -> Path:
@@ -55,7 +61,7 @@ class GradeResult:
 def grade(
     assignment: str,
     *,
-    submissions: Path | str,
+    submissions: Path | str | None = None,
     course: Path | str | None = None,
     workers: int | None = None,
     timeout: float | None = None,
@@ -67,19 +73,24 @@ def grade(
     job_fn: Callable[[Job], dict] = grade_job,
     progress: Callable[[str, int, int], None] | None = None,
     keep_scratch: bool = False,
+    lms: str = "auto",
+    roster: Path | str | None = None,
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
     Parameters
     ----------
     assignment : name of a folder in ``source/``
-    submissions : folder of ``<student>.ipynb``, folder of ``<student>/<any>.ipynb``, or a zip
+    submissions : folder of ``<student>.ipynb``, folder of ``<student>/<any>.ipynb``, or a zip,
+        or an LMS download; None grades the course's own ``submitted/`` in place
     course : nbgrader course root (default: the current directory)
     workers : worker processes (default: the number of CPUs)
     timeout : seconds per cell (default: the course's ``Execute.timeout``)
     notebook_timeout : seconds per notebook
     sandbox : run kernels in the bubblewrap sandbox (refuses if it cannot run here)
     force : regrade submissions whose result is already recorded and unchanged
+    lms : the download's layout (``auto``: recognised; see ``autograder.intake.detect``)
+    roster : the class roster CSV exported from the LMS (names, ids, who sent nothing)
 
     Raises
     ------
@@ -108,26 +119,38 @@ def grade(
                 "learner code with your own rights (only for code you trust)."
             )
         limits = sandbox_mod.Limits()
-    subs = collect(submissions, notebook=notebook)
+    collected = _collect(root, assignment, notebook, submissions, lms, roster)
+    subs = collected.submissions
     template, template_hash = build_template(root, assignment)
     sync_gradebook(root, assignment, template_hash)
     test_cells = template_test_cells(template, assignment, notebook)
 
-    out = GradeResult(assignment, root)
+    out = GradeResult(assignment, root, layout=collected.layout, in_place=submissions is None)
+    out.warnings = list(collected.warnings)
+    out.ignored = list(collected.ignored) + [
+        f"{sub.student}: {item}" for sub in subs for item in sub.ignored
+    ]
     results_dir = out.reports / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
     jobs: list[Job] = []
     pages: set[str] = set()  # students whose feedback page this run wrote
+    extra: dict[str, dict] = {}  # per student: identity, timestamp, files stored in submitted/
     try:
         for sub in subs:
             data = _readable_notebook(sub)
             key = _result_key(sub, template_hash, timeout, sandbox)
             previous = _load_result(results_dir / f"{sub.student}.json")
             if not force and previous and previous.get("key") == key:
+                _refresh_identity(root, config, assignment, sub, previous, results_dir)
                 out.reused.append(sub.student)
                 continue
-            _store_submitted(root, assignment, notebook, sub)
+            stored, kept = {}, []
+            if not out.in_place and not sub.missing:
+                ours = (previous or {}).get("stored") or {}
+                stored, kept = submitted_dir.store_submitted(root, assignment, notebook, sub, ours)
+            extra[sub.student] = {"stored": stored, **student_info.identity(sub)}
+            sub.flags.extend(kept)
             if data is None:
                 _record(
                     root,
@@ -135,7 +158,7 @@ def grade(
                     assignment,
                     notebook,
                     test_cells,
-                    _invalid(sub, assignment, test_cells),
+                    {**_invalid(sub, assignment, test_cells), **extra[sub.student]},
                     key,
                     out,
                 )
@@ -170,6 +193,7 @@ def grade(
             start=1,
         ):
             result["flags"] = flags.get(job.student, []) + result.get("flags", [])
+            result.update(extra.get(job.student, {}))
             _record(root, config, assignment, notebook, test_cells, result, keys[job.student], out)
             if feedback:  # written while the workers grade the next submissions
                 _write_feedback(assignment, root, job.student)
@@ -186,9 +210,47 @@ def grade(
     write_csvs(out)
     if feedback:  # the submissions recorded without a worker (invalid ones)
         for student in out.graded_now:
-            if student not in pages:
+            if student not in pages and out.results[student]["status"] != "missing":
                 _write_feedback(assignment, root, student)
     return out
+
+
+def _collect(root, assignment, notebook, submissions, lms, roster):
+    """The class: from ``submissions``, or in place from the course's ``submitted/``."""
+    from autograder.intake.roster import read_roster
+
+    class_roster = read_roster(roster) if roster is not None else None
+    if submissions is not None:
+        return collect_class(
+            submissions, notebook=notebook, assignment=assignment, lms=lms, roster=class_roster
+        )
+    folder = root / "submitted"
+    if not folder.is_dir():
+        raise UsageError(
+            f"no --submissions given and {folder} does not exist (run `nbgrader collect "
+            f"{assignment}` first, or pass --submissions PATH)"
+        )
+    return collect_class(
+        folder,
+        notebook=notebook,
+        assignment=assignment,
+        lms="nbgrader",
+        roster=class_roster,
+        select=lambda parts: len(parts) < 2 or parts[1] == assignment,
+    )
+
+
+def _refresh_identity(course, config, assignment, sub, previous, results_dir) -> None:
+    """An unchanged submission whose student is now better known (a roster): record that."""
+    info = student_info.identity(sub)
+    if sub.missing or all(previous.get(k) == v for k, v in info.items() if v is not None):
+        return
+    from nbgrader.api import Gradebook
+
+    merged = {**previous, **{k: v for k, v in info.items() if v is not None}}
+    with Gradebook(db_url(course, config), config.CourseDirectory.course_id) as gb:
+        student_info.record_student(gb, assignment, sub.student, merged)
+    _write_result(results_dir / f"{sub.student}.json", merged)
 
 
 def _write_feedback(assignment: str, course: Path, student: str) -> None:
@@ -196,6 +258,8 @@ def _write_feedback(assignment: str, course: Path, student: str) -> None:
 
     try:
         write_feedback(assignment, course=course, student=student)
+        # what `nbgrader release_feedback` needs beside the page
+        submitted_dir.copy_exchange_files(course, assignment, student)
     except Exception as exc:  # a page that cannot be written costs no grade
         print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
 
@@ -307,7 +371,7 @@ def _record(
                 "grade_id": gid,
                 "score": 0.0,
                 "max_score": pts,
-                "status": "failed",
+                "status": "missing" if result.get("status") == "missing" else "failed",
                 "message": f"not graded: {reason}",
                 "flags": [],
             }
@@ -323,24 +387,32 @@ def _record(
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{notebook}.ipynb").write_text(autograded, encoding="utf-8")
     with Gradebook(db_url(course, config), config.CourseDirectory.course_id) as gb:
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student)
-        try:
-            grades = gb.find_submission_notebook(notebook, assignment, student).grades
-        except MissingEntry:
-            grades = []
-        by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
-        for cell in result["cells"]:
-            grade = by_name.get(cell["grade_id"])
-            if grade is not None:
-                grade.auto_score = cell["score"]
-                grade.needs_manual_grade = False
+        student_info.record_student(gb, assignment, student, result)
+        if result["status"] != "missing":  # a roster-only student has no submission
+            gb.update_or_create_submission(assignment, student)
+            try:
+                grades = gb.find_submission_notebook(notebook, assignment, student).grades
+            except MissingEntry:
+                grades = []
+            by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
+            for cell in result["cells"]:
+                grade = by_name.get(cell["grade_id"])
+                if grade is not None:
+                    grade.auto_score = cell["score"]
+                    grade.needs_manual_grade = False
+            gb.db.commit()
+            late = student_info.assign_late_penalty(gb, config, assignment, notebook, student)
+            if result.get("late") is None:
+                result["late"] = late
         gb.db.commit()
-    path = out.reports / "results" / f"{student}.json"
+    _write_result(out.reports / "results" / f"{student}.json", result)
+    out.graded_now.append(student)
+
+
+def _write_result(path: Path, result: dict) -> None:
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(result_to_json(result), encoding="utf-8")
     os.replace(tmp, path)  # atomic: a killed run leaves either the old or the new result
-    out.graded_now.append(student)
 
 
 def write_csvs(out: GradeResult) -> None:
@@ -396,7 +468,7 @@ def _invalid(sub: Submission, assignment: str, test_cells: dict[str, float]) -> 
     return {
         "student": sub.student,
         "assignment": assignment,
-        "status": "invalid",
+        "status": "missing" if sub.missing else "invalid",
         "reason": sub.problem or "unreadable",
         "score": 0.0,
         "max_score": float(sum(test_cells.values())),
@@ -404,15 +476,6 @@ def _invalid(sub: Submission, assignment: str, test_cells: dict[str, float]) -> 
         "cells": [],
         "seconds": 0.0,
     }
-
-
-def _store_submitted(course: Path, assignment: str, notebook: str, sub: Submission) -> None:
-    folder = course / "submitted" / sub.student / assignment
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    if sub.data:
-        (folder / f"{notebook}.ipynb").write_bytes(sub.data)
 
 
 def _result_key(sub: Submission, template_hash: str, timeout: float, sandbox: bool) -> str:
