@@ -11,7 +11,16 @@ import inspect
 import sys
 from pathlib import Path
 
-from autograder.course import UsageError
+from autograder.course import UsageError, find_course
+from autograder.demo import demo
+from autograder.export import FORMATS, export
+from autograder.feedback import feedback
+from autograder.grade import grade
+from autograder.intake.detect import LAYOUTS
+from autograder.lab import lab
+from autograder.release import ReleaseError, release
+from autograder.render.terminal import ProgressPrinter, print_summary
+from autograder.report import report
 
 
 def _default(fn, name):
@@ -19,10 +28,6 @@ def _default(fn, name):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from autograder.export import FORMATS
-    from autograder.grade import grade
-    from autograder.intake.detect import LAYOUTS
-
     parser = argparse.ArgumentParser(
         prog="specdec-course",
         description="Release and grade the chapter E7 (speculative decoding) assignments.",
@@ -94,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="your own gradebook or worksheet download from that LMS, to fill in",
     )
     p.add_argument("--out", type=Path, help="file to write (default: reports/<assignment>/)")
-    p.add_argument("--title", help="the assignment's title (column) in the LMS")
+    p.add_argument("--title", help="the assignment's title (its column) in the LMS")
     p.add_argument("--course", type=Path, help="course root (default: current directory)")
 
     p = sub.add_parser("feedback", help="write one HTML feedback page per student")
@@ -135,85 +140,92 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _dispatch(args) -> int:
-    from autograder.course import find_course
+def _dispatch(args: argparse.Namespace) -> int:
+    return COMMANDS[args.command](args)
 
-    if args.command == "release":
-        from autograder.release import ReleaseError, release
 
-        try:
-            reports = release(
-                args.assignment, course=args.course, all=args.all, check=not args.no_check
-            )
-        except ReleaseError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        for r in reports:
-            checks = ""
-            for nb, (score, total) in r.source_scores.items():
-                blank = r.release_scores.get(nb, (0, total))[0]
-                checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
-            for path in r.notebooks:
-                print(f"released {path.relative_to(find_course(args.course))}{checks}")
-        return 0
-    if args.command == "grade":
-        from autograder.grade import grade
-        from autograder.progress import ProgressPrinter, print_summary
+def _release(args: argparse.Namespace) -> int:
+    try:
+        reports = release(
+            args.assignment, course=args.course, all=args.all, check=not args.no_check
+        )
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for r in reports:
+        checks = ""
+        for nb, (score, total) in r.source_scores.items():
+            blank = r.release_scores.get(nb, (0, total))[0]
+            checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
+        for path in r.notebooks:
+            print(f"released {path.relative_to(find_course(args.course))}{checks}")
+    return 0
 
-        with ProgressPrinter() as progress:
-            result = grade(
-                args.assignment,
-                submissions=args.submissions,
-                course=args.course,
-                workers=args.workers,
-                timeout=args.timeout,
-                notebook_timeout=args.notebook_timeout,
-                sandbox=not args.no_sandbox,
-                force=args.force,
-                progress=progress,
-                lms=args.lms,
-                roster=args.roster,
-            )
-        print_summary(result)
-        return 0
-    if args.command == "export":
-        from autograder.export import export
 
-        done = export(
+def _grade(args: argparse.Namespace) -> int:
+    with ProgressPrinter() as progress:
+        result = grade(
             args.assignment,
-            to=args.to,
+            submissions=args.submissions,
             course=args.course,
+            workers=args.workers,
+            timeout=args.timeout,
+            notebook_timeout=args.notebook_timeout,
+            sandbox=not args.no_sandbox,
+            force=args.force,
+            progress=progress,
+            lms=args.lms,
             roster=args.roster,
-            out=args.out,
-            title=args.title,
         )
-        print(f"wrote {done.path} ({done.students} student(s), for {done.to})")
-        for line in done.skipped:
-            print(f"not in the file: {line}")
-        return 0
-    if args.command == "feedback":
-        from autograder.feedback import feedback
+    print_summary(result)
+    return 0
 
-        paths = feedback(args.assignment, course=find_course(args.course), student=args.student)
-        for path in paths:
-            print(path)
-        return 0
-    if args.command == "report":
-        from autograder.report import report
 
-        print(report(args.assignment, course=find_course(args.course)))
-        return 0
-    if args.command == "demo":
-        from autograder.demo import demo
+def _export(args: argparse.Namespace) -> int:
+    done = export(
+        args.assignment,
+        to=args.to,
+        course=args.course,
+        roster=args.roster,
+        out=args.out,
+        title=args.title,
+    )
+    print(f"wrote {done.path} ({done.students} student(s), for {done.to})")
+    for line in done.skipped:
+        print(f"not in the file: {line}")
+    return 0
 
-        return demo(repo=args.course, workers=args.workers)
-    if args.command == "lab":
-        from autograder.lab import lab
 
-        return lab(
-            course=find_course(args.course), port=args.port, open_browser=not args.no_browser
-        )
-    raise AssertionError(args.command)
+def _feedback(args: argparse.Namespace) -> int:
+    for path in feedback(args.assignment, course=find_course(args.course), student=args.student):
+        print(path)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    print(report(args.assignment, course=find_course(args.course)))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    return demo(repo=args.course, workers=args.workers)
+
+
+def _lab(args: argparse.Namespace) -> int:
+    return lab(course=find_course(args.course), port=args.port, open_browser=not args.no_browser)
+
+
+#: Every verb: the subcommand's name and the function that runs it on the parsed arguments.
+#: A new verb adds its subparser in :func:`build_parser` and its entry here.
+COMMANDS = {
+    "release": _release,
+    "grade": _grade,
+    "export": _export,
+    "feedback": _feedback,
+    "report": _report,
+    "demo": _demo,
+    "lab": _lab,
+}
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pathlib import Path
 from autograder.course import UsageError, find_course
 from autograder.intake.roster import read_roster
 from autograder.render import gradesheets
+from autograder.render.page import load_results
 
 #: The ``--to`` formats.
 FORMATS = ("canvas", "moodle", "blackboard", "csv")
@@ -66,8 +67,6 @@ def export(
     if to not in FORMATS:
         raise UsageError(f"unknown export format {to!r} (known: {', '.join(FORMATS)})")
     root = find_course(course)
-    from autograder.feedback import load_results
-
     rows = grade_rows(load_results(root, assignment))
     sheet_roster = read_roster(roster) if roster is not None else None
     target = Path(out) if out is not None else root / "reports" / assignment / f"{to}-grades.csv"

@@ -25,7 +25,7 @@ from lms_fixtures import (
     zipped,
 )
 
-from autograder.collect import read_members
+from autograder.intake.collect import read_members
 from autograder.intake.detect import parse_download, scores
 from autograder.intake.records import Context, Intake, Member
 from autograder.intake.roster import apply_roster, parse_roster

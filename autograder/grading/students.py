@@ -1,4 +1,4 @@
-"""Who each student is and when they submitted, in nbgrader's gradebook and the results.
+"""Who each student is and when they submitted, in the results and nbgrader's gradebook.
 
 The gradebook's ``Student`` row gets the names, email and ``lms_user_id`` that the
 download or roster gave (never blanked by a later run that knows less); the
@@ -12,18 +12,30 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from autograder.collect import Submission
+from nbgrader.preprocessors import AssignLatePenalties
+
+from autograder.grading.results import SubmissionResult
+from autograder.intake.collect import Submission
 
 #: The student fields a result carries (and exports write).
 IDENTITY_FIELDS = ("lms_user_id", "first_name", "last_name", "email")
 
 
-def identity(sub: Submission) -> dict:
-    """The result fields that say who ``sub``'s student is and when they submitted."""
-    out = {name: getattr(sub, name) for name in IDENTITY_FIELDS}
-    out["timestamp"] = utc(sub.timestamp).isoformat() if sub.timestamp else None
-    out["late"] = sub.late
-    return out
+def identify(result: SubmissionResult, sub: Submission) -> bool:
+    """Copy who ``sub``'s student is (and when they submitted) into ``result``.
+
+    Fields the submission does not know keep the result's value.  Returns True when
+    anything changed.
+    """
+    known = {name: getattr(sub, name) for name in IDENTITY_FIELDS}
+    known["timestamp"] = utc(sub.timestamp).isoformat() if sub.timestamp else None
+    known["late"] = sub.late
+    changed = False
+    for name, value in known.items():
+        if value is not None and getattr(result, name) != value:
+            setattr(result, name, value)
+            changed = True
+    return changed
 
 
 def utc(when: datetime) -> datetime:
@@ -33,28 +45,25 @@ def utc(when: datetime) -> datetime:
     return when.astimezone(timezone.utc)
 
 
-def record_student(gb, assignment: str, student: str, info: dict) -> None:
-    """Update the gradebook's ``Student`` row and the submission's timestamp from ``info``.
+def record_student(gb, result: SubmissionResult) -> None:
+    """Update the gradebook's ``Student`` row, and the submission's time, from ``result``.
 
-    ``gb`` is an open :class:`nbgrader.api.Gradebook`; ``info`` holds
-    :func:`identity`'s fields.  Fields that ``info`` leaves empty are not touched.
+    ``gb`` is an open :class:`nbgrader.api.Gradebook`.  Empty fields are not written.
     """
-    fields = {k: info[k] for k in IDENTITY_FIELDS if info.get(k)}
-    gb.update_or_create_student(student, **fields)
-    if info.get("timestamp"):
-        when = utc(datetime.fromisoformat(info["timestamp"])).replace(tzinfo=None)
-        gb.update_or_create_submission(assignment, student, timestamp=when)
+    fields = {k: getattr(result, k) for k in IDENTITY_FIELDS if getattr(result, k)}
+    gb.update_or_create_student(result.student, **fields)
+    if result.timestamp:
+        when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
+        gb.update_or_create_submission(result.assignment, result.student, timestamp=when)
 
 
-def assign_late_penalty(gb, config, assignment: str, notebook: str, student: str) -> bool | None:
-    """Set the notebook's late penalty as nbgrader's autograde would; return whether late.
+def assign_late_penalty(gb, config, notebook: str, result: SubmissionResult) -> bool | None:
+    """Set the notebook's late penalty as nbgrader's autograde does; return whether late.
 
     None when lateness cannot be told (no due date or no submission time).
     """
-    from nbgrader.preprocessors import AssignLatePenalties
-
-    submission = gb.find_submission(assignment, student)
-    nb = gb.find_submission_notebook(notebook, assignment, student)
+    submission = gb.find_submission(result.assignment, result.student)
+    nb = gb.find_submission_notebook(notebook, result.assignment, result.student)
     nb.late_submission_penalty = None
     if submission.timestamp is None or submission.duedate is None:
         return None
@@ -62,7 +71,7 @@ def assign_late_penalty(gb, config, assignment: str, notebook: str, student: str
     if seconds > 0:
         assigner = AssignLatePenalties(config=config)
         assigner.init_plugin()
-        penalty = assigner.plugin_inst.late_submission_penalty(student, nb.score, seconds)
+        penalty = assigner.plugin_inst.late_submission_penalty(result.student, nb.score, seconds)
         if penalty is not None:
             nb.late_submission_penalty = min(max(penalty, 0.0), nb.score)
     return seconds > 0

@@ -20,7 +20,7 @@ import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from autograder.collect import Submission
+from autograder.intake.collect import Submission
 
 #: nbgrader's own timestamp format (``Exchange.timestamp_format``), in UTC.
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S.%f %Z"
