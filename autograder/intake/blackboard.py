@@ -97,4 +97,4 @@ def parse(members: list[Member], ctx: Context) -> Intake:
         else Claim(c.student, c.member, newer=c.newer, why_ignored="older attempt")
         for c in claims
     ]
-    return assemble("blackboard", claims, ctx.notebook, ignored=ignored)
+    return assemble("blackboard", claims, ctx.notebook, ignored=ignored, drop_empty=True)

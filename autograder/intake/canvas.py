@@ -101,4 +101,6 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                 **common,
             )
         )
-    return assemble("canvas", claims, ctx.notebook, ignored=ignored, warnings=warnings)
+    return assemble(
+        "canvas", claims, ctx.notebook, ignored=ignored, warnings=warnings, drop_empty=True
+    )

@@ -74,4 +74,6 @@ def parse(members: list[Member], ctx: Context) -> Intake:
         for m in members
         if len(m.parts) > 1
     ]
-    return assemble("github", claims, ctx.notebook, ignored=ignored, warnings=warnings)
+    return assemble(
+        "github", claims, ctx.notebook, ignored=ignored, warnings=warnings, drop_empty=True
+    )

@@ -111,7 +111,12 @@ def parse(members: list[Member], ctx: Context) -> Intake:
             names = ", ".join(p.get("name") or p.get("email") or "?" for p in info["submitters"])
             warnings.append(f"{folder} is a group submission ({names}): each member is graded")
     return assemble(
-        "gradescope", claims, ctx.notebook, ignored=ignored, warnings=dict.fromkeys(warnings)
+        "gradescope",
+        claims,
+        ctx.notebook,
+        ignored=ignored,
+        warnings=dict.fromkeys(warnings),
+        drop_empty=True,
     )
 
 

@@ -66,4 +66,6 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                 why_ignored=why,
             )
         )
-    return assemble("moodle", claims, ctx.notebook, ignored=ignored, warnings=warnings)
+    return assemble(
+        "moodle", claims, ctx.notebook, ignored=ignored, warnings=warnings, drop_empty=True
+    )

@@ -159,6 +159,7 @@ def assemble(
     ignored: Iterable[str] = (),
     warnings: Iterable[str] = (),
     keep_ids: bool = False,
+    drop_empty: bool = False,
 ) -> Intake:
     """Group claims by student into records, each with its notebook chosen.
 
@@ -166,11 +167,15 @@ def assemble(
     fold alike stay two students, the second as ``<id>-2`` with a flag.  Names, email
     and LMS id come from the first claim that gives them.  Claims for one id that
     disagree on the student's name are flagged: the id decides, the instructor looks.
+    With ``drop_empty``, a student who sent no notebook at all (only a text entry, a
+    receipt, a PDF) is not a submission: their files are listed as ignored, and a
+    roster lists them as ``missing``.
     """
     by_student: dict[str, list[Claim]] = {}
     for claim in claims:
         by_student.setdefault(claim.student, []).append(claim)
     records = []
+    ignored = list(ignored)
     taken: dict[str, str] = {}
     for original in sorted(by_student):
         group = by_student[original]
@@ -202,6 +207,10 @@ def assemble(
             ):
                 seen.add(c.member.path)
                 rec.ignored.append(f"{c.member.path} ({c.why_ignored})")
+        if drop_empty and not notebooks:
+            ignored += [f"{item}; {original} sent no notebook" for item in rec.ignored]
+            del taken[student]
+            continue
         chosen = choose_notebook(rec, notebooks, notebook)
         if chosen is not None:
             rec.timestamp, rec.late = chosen.timestamp, chosen.late
@@ -210,7 +219,7 @@ def assemble(
             rec.timestamp, rec.late = newest.timestamp, newest.late
         records.append(rec)
     records.sort(key=lambda r: r.student)
-    return Intake(layout, records, list(ignored), list(warnings))
+    return Intake(layout, records, ignored, list(warnings))
 
 
 def choose_notebook(
