@@ -40,6 +40,7 @@ from lms_fixtures import (
 
 from autograder.export import export
 from autograder.grade import grade
+from autograder.render.gradesheets import MOODLE_HEADER
 
 pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
@@ -180,15 +181,7 @@ def test_moodle_download_to_grading_worksheet(mini_course, notebooks, tmp_path):
     }
     assert rows["Participant 78"]["Last modified (grade)"] == "2026-12-01 10:00:00"
     fresh = export("mini", to="moodle", course=mini_course, out=tmp_path / "w.csv", now=now)
-    assert list(read_rows(fresh.path)[0]) == [
-        "Identifier",
-        "Full name",
-        "Email address",
-        "Grade",
-        "Maximum grade",
-        "Last modified (grade)",
-        "Feedback comments",
-    ]
+    assert list(read_rows(fresh.path)[0]) == MOODLE_HEADER  # test_gradesheets spells it out
 
 
 def test_blackboard_gradescope_and_github_downloads(mini_course, notebooks, tmp_path):
