@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder.course import UsageError, find_course
+from autograder.grading.results import SubmissionResult
 from autograder.intake.roster import read_roster
 from autograder.render import gradesheets
 from autograder.render.page import load_results
@@ -90,22 +91,22 @@ def export(
     return ExportResult(target, to, len(rows) - len(sheet.skipped), sheet.skipped)
 
 
-def grade_rows(results: dict[str, dict]) -> list[gradesheets.GradeRow]:
+def grade_rows(results: dict[str, SubmissionResult]) -> list[gradesheets.GradeRow]:
     """One row per recorded result (roster-only students included, status ``missing``)."""
     return [
         gradesheets.GradeRow(
             student=student,
-            score=float(r.get("score", 0)),
-            max_score=float(r.get("max_score", 0)),
-            status=str(r.get("status", "")),
-            lms_user_id=r.get("lms_user_id"),
-            first_name=r.get("first_name"),
-            last_name=r.get("last_name"),
-            email=r.get("email"),
-            timestamp=r.get("timestamp"),
-            late=r.get("late"),
-            flags=tuple(r.get("flags", [])),
-            reason=r.get("reason"),
+            score=r.score,
+            max_score=r.max_score,
+            status=r.status.value,
+            lms_user_id=r.lms_user_id,
+            first_name=r.first_name,
+            last_name=r.last_name,
+            email=r.email,
+            timestamp=r.timestamp,
+            late=r.late,
+            flags=tuple(r.flags),
+            reason=r.reason or None,
         )
         for student, r in sorted(results.items())
     ]

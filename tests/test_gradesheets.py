@@ -33,7 +33,7 @@ def table(text: str, delimiter: str = ",") -> list[list[str]]:
 def test_canvas_sheet_header_points_row_and_rows_keyed_by_user_id():
     sheet = canvas_sheet(ROWS, "E7.2 Acceptance tests")
     rows = table(sheet.text())
-    assert rows[0] == CANVAS_HEADER + ["E7.2 Acceptance tests"]
+    assert rows[0] == [*CANVAS_HEADER, "E7.2 Acceptance tests"]
     assert rows[1][0] == "Points Possible" and rows[1][5] == "4"
     assert {r[1]: r[5] for r in rows[2:]} == {"48213": "3.5", "600": "0"}
     assert rows[2][0] == "Roe, Rita"

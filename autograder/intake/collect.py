@@ -57,9 +57,9 @@ MAX_METADATA_BYTES = 16 * 1024 * 1024
 #: Deepest member path accepted in a zip.
 MAX_DEPTH = 8
 #: Files a layout parser reads besides notebooks.
-METADATA_NAMES = {"submission_metadata.yml", "timestamp.txt"}
+METADATA_NAMES = frozenset({"submission_metadata.yml", "timestamp.txt"})
 
-_SKIP_NAMES = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store"}
+_SKIP_NAMES = frozenset({"__MACOSX", ".ipynb_checkpoints", ".DS_Store"})
 #: A single top-level folder of this form is a student's (Moodle, Gradescope), not a wrapper.
 _STUDENT_FOLDER = re.compile(r"^(.*_\d+_assignsubmission_[a-z0-9]+_|submission_\d+)$")
 #: The wrapper GitHub Classroom's clone and Gradescope's export put around the class.

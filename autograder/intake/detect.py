@@ -7,19 +7,23 @@ nothing, the student ids are the plain file and folder names, with a warning.
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from autograder.intake import blackboard, canvas, exchange, github, gradescope, moodle, plain
 from autograder.intake.records import Context, Intake, Member
 
 #: The layouts ``--lms`` accepts, ``auto`` first.
 LAYOUTS = ("auto", "canvas", "moodle", "blackboard", "gradescope", "github", "nbgrader", "plain")
-_PARSERS = {
-    "canvas": canvas.parse,
-    "moodle": moodle.parse,
-    "blackboard": blackboard.parse,
-    "gradescope": gradescope.parse,
-    "github": github.parse,
-    "nbgrader": exchange.parse,
-}
+_PARSERS = MappingProxyType(
+    {
+        "canvas": canvas.parse,
+        "moodle": moodle.parse,
+        "blackboard": blackboard.parse,
+        "gradescope": gradescope.parse,
+        "github": github.parse,
+        "nbgrader": exchange.parse,
+    }
+)
 #: The least score that makes a layout recognised.
 THRESHOLD = 0.5
 

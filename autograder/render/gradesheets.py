@@ -27,9 +27,9 @@ from datetime import datetime
 from autograder.intake.roster import Roster
 
 #: The student columns a Canvas gradebook import starts with.
-CANVAS_HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+CANVAS_HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
 #: The columns of a Moodle grading worksheet this writer fills.
-MOODLE_HEADER = [
+MOODLE_HEADER = (
     "Identifier",
     "Full name",
     "Email address",
@@ -37,9 +37,9 @@ MOODLE_HEADER = [
     "Maximum grade",
     "Last modified (grade)",
     "Feedback comments",
-]
+)
 #: The columns of the plain CSV export.
-CSV_HEADER = [
+CSV_HEADER = (
     "student",
     "first_name",
     "last_name",
@@ -51,7 +51,7 @@ CSV_HEADER = [
     "timestamp",
     "late",
     "flags",
-]
+)
 _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
 
 
@@ -120,7 +120,7 @@ def canvas_sheet(rows: list[GradeRow], title: str, roster: Roster | None = None)
     by_id, skipped = _index(rows, "Canvas user id", numeric=True)
     points = number(max((r.max_score for r in rows), default=0))
     if roster is None:
-        header = CANVAS_HEADER + [title]
+        header = [*CANVAS_HEADER, title]
         table = [["Points Possible", "", "", "", "", points]]
         for uid, row in sorted(by_id.items(), key=lambda kv: kv[1].sortable_name):
             table.append([row.sortable_name, uid, "", "", "", number(row.score)])
