@@ -14,8 +14,10 @@ from types import MappingProxyType
 
 from autograder.course import UsageError, find_course
 from autograder.demo import demo
+from autograder.export import FORMATS, export
 from autograder.feedback import feedback
 from autograder.grade import grade
+from autograder.intake.detect import LAYOUTS
 from autograder.lab import lab
 from autograder.release import ReleaseError, release
 from autograder.render.terminal import ProgressPrinter, print_summary
@@ -48,8 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--submissions",
         type=Path,
-        required=True,
-        help="folder of <student>.ipynb, folder of <student>/<any>.ipynb, or a zip",
+        help="an LMS download (zip or folder), a folder of <student>.ipynb or "
+        "<student>/<any>.ipynb, or a zip of either (default: the course's own submitted/, "
+        "graded in place)",
+    )
+    p.add_argument(
+        "--lms",
+        choices=LAYOUTS,
+        default=_default(grade, "lms"),
+        help="the download's layout (default: %(default)s, recognised from its names)",
+    )
+    p.add_argument(
+        "--roster",
+        type=Path,
+        help="class roster CSV exported from the LMS (names, ids, students who sent nothing)",
     )
     p.add_argument(
         "--workers",
@@ -76,6 +90,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run learner code WITHOUT the sandbox (only for code you trust)",
     )
     p.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+
+    p = sub.add_parser("export", help="write the grades as a file the LMS imports")
+    p.add_argument("assignment")
+    p.add_argument("--to", required=True, choices=FORMATS, help="the LMS (or csv)")
+    p.add_argument(
+        "--roster",
+        type=Path,
+        help="your own gradebook or worksheet download from that LMS, to fill in",
+    )
+    p.add_argument("--out", type=Path, help="file to write (default: reports/<assignment>/)")
+    p.add_argument("--title", help="the assignment's title (its column) in the LMS")
+    p.add_argument("--course", type=Path, help="course root (default: current directory)")
 
     p = sub.add_parser("feedback", help="write one HTML feedback page per student")
     p.add_argument("assignment")
@@ -149,8 +175,25 @@ def _grade(args: argparse.Namespace) -> int:
             sandbox=not args.no_sandbox,
             force=args.force,
             progress=progress,
+            lms=args.lms,
+            roster=args.roster,
         )
     print_summary(result)
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    done = export(
+        args.assignment,
+        to=args.to,
+        course=args.course,
+        roster=args.roster,
+        out=args.out,
+        title=args.title,
+    )
+    print(f"wrote {done.path} ({done.students} student(s), for {done.to})")
+    for line in done.skipped:
+        print(f"not in the file: {line}")
     return 0
 
 
@@ -179,6 +222,7 @@ COMMANDS = MappingProxyType(
     {
         "release": _release,
         "grade": _grade,
+        "export": _export,
         "feedback": _feedback,
         "report": _report,
         "demo": _demo,

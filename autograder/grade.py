@@ -1,9 +1,11 @@
 """``specdec-course grade``: autograde a class's submissions, in parallel and in isolation.
 
-The parent process collects the submissions (:mod:`autograder.intake`), fills nbgrader's
-``submitted/`` layout, hands one :class:`~autograder.grading.job.Job` per submission to
-the worker pool (:mod:`autograder.grading.pool`), and is the only writer of the course's
-gradebook, ``autograded/``, ``feedback/`` and ``reports/<assignment>/``
+The parent process collects the submissions (:mod:`autograder.intake`: a folder, a zip,
+an LMS download, or the course's own ``submitted/`` in place), adds to nbgrader's
+``submitted/`` layout what is not there yet (never deleting anything), hands one
+:class:`~autograder.grading.job.Job` per submission to the worker pool
+(:mod:`autograder.grading.pool`), and is the only writer of the course's gradebook,
+``autograded/``, ``feedback/`` and ``reports/<assignment>/``
 (:mod:`autograder.grading.record`).  Each finished submission is recorded at once
 (``results/<student>.json``), so a run that is killed midway loses nothing: running it
 again grades only what is missing.
@@ -27,12 +29,14 @@ from autograder.grading.record import (
     load_results,
     record,
     result_key,
-    store_submitted,
     write_csvs,
 )
 from autograder.grading.results import GradeResult, Status, SubmissionResult
+from autograder.grading.students import identify
 from autograder.grading.template import build_template, sync_gradebook, template_test_cells
-from autograder.intake.collect import collect
+from autograder.intake.collect import Collected, collect_class
+from autograder.intake.roster import read_roster
+from autograder.intake.submitted import copy_exchange_files, store_submitted
 from autograder.intake.validate import readable_notebook
 from autograder.render.feedback_page import write_pages
 
@@ -40,7 +44,7 @@ from autograder.render.feedback_page import write_pages
 def grade(
     assignment: str,
     *,
-    submissions: Path | str,
+    submissions: Path | str | None = None,
     course: Path | str | None = None,
     workers: int | None = None,
     timeout: float | None = None,
@@ -52,13 +56,17 @@ def grade(
     job_fn: Callable[[Job], SubmissionResult] = grade_job,
     progress: Callable[[str, int, int], None] | None = None,
     keep_scratch: bool = False,
+    lms: str = "auto",
+    roster: Path | str | None = None,
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
     Parameters
     ----------
     assignment : name of a folder in ``source/``
-    submissions : folder of ``<student>.ipynb``, folder of ``<student>/<any>.ipynb``, or a zip
+    submissions : an LMS download (zip or folder), a folder of ``<student>.ipynb`` or
+        ``<student>/<any>.ipynb``, or a zip of either; None grades the course's own
+        ``submitted/`` in place (nothing there is written)
     course : nbgrader course root (default: the current directory)
     workers : worker processes (default: the number of CPUs)
     timeout : seconds per cell (default: the course's ``Execute.timeout``)
@@ -70,6 +78,10 @@ def grade(
         (default: local worker processes; a cluster's executor plugs in here)
     job_fn : grades one :class:`Job` in a worker (default :func:`grade_job`)
     progress : called as ``progress(student, n, total)`` after each recorded result
+    lms : the download's layout, ``auto`` to recognise it (see
+        :data:`autograder.intake.detect.LAYOUTS`)
+    roster : a class roster CSV exported from the LMS: names and ids, and the students
+        who sent nothing (recorded as ``missing``)
 
     Raises
     ------
@@ -84,7 +96,8 @@ def grade(
     notebook = names[0]
     # The instructor's own errors (no such folder, nothing in it) come before any check of
     # the machine, so that they are reported as what they are.
-    subs = collect(submissions, notebook=notebook)
+    collected = _collect(root, assignment, notebook, submissions, lms, roster)
+    subs = collected.submissions
     if executor_factory is local_executor:
         start_local_workers()  # its imports run while this process sets up
     if timeout is None:
@@ -94,14 +107,25 @@ def grade(
     sync_gradebook(root, assignment, template_hash)
     test_cells = template_test_cells(template, assignment, notebook)
 
-    out = GradeResult(assignment, root)
+    out = GradeResult(
+        assignment,
+        root,
+        layout=collected.layout,
+        in_place=submissions is None,
+        ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
+        warnings=list(collected.warnings),
+    )
     results_dir = out.reports / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
     flags = {sub.student: sub.flags for sub in subs}
+    by_student = {sub.student: sub for sub in subs}
+    stored: dict[str, dict[str, str]] = {}  # files this run wrote in submitted/
 
     def finish(result: SubmissionResult) -> None:
         result.key = keys[result.student]
+        identify(result, by_student[result.student])
+        result.stored = stored.get(result.student, {})
         record(root, config, notebook, test_cells, result, results_dir)
         out.graded_now.append(result.student)
 
@@ -113,15 +137,19 @@ def grade(
             data = readable_notebook(sub)
             previous = load_result(results_dir / f"{sub.student}.json")
             if not force and previous and previous.key == keys[sub.student]:
+                if identify(previous, sub):  # the same work; its student is better known now
+                    record(root, config, notebook, test_cells, previous, results_dir)
                 out.reused.append(sub.student)
                 continue
-            store_submitted(root, assignment, notebook, sub)
+            if not out.in_place and not sub.missing:
+                ours = previous.stored if previous else {}
+                stored[sub.student], kept = store_submitted(root, assignment, notebook, sub, ours)
+                sub.flags.extend(kept)
             if data is None:
                 reason = sub.problem or "unreadable"
+                status = Status.MISSING if sub.missing else Status.INVALID
                 flagged = list(sub.flags)
-                finish(
-                    SubmissionResult(sub.student, assignment, Status.INVALID, reason, flags=flagged)
-                )
+                finish(SubmissionResult(sub.student, assignment, status, reason, flags=flagged))
                 continue
             jobs.append(
                 Job(
@@ -164,9 +192,39 @@ def grade(
     write_csvs(out.reports, out.results)
     if feedback:  # the submissions recorded without a worker (invalid ones)
         for student in out.graded_now:
-            if student not in pages:
+            if student not in pages and out.results[student].status is not Status.MISSING:
                 _write_feedback(assignment, root, student)
     return out
+
+
+def _collect(
+    root: Path,
+    assignment: str,
+    notebook: str,
+    submissions: Path | str | None,
+    lms: str,
+    roster: Path | str | None,
+) -> Collected:
+    """The class: from ``submissions``, or in place from the course's ``submitted/``."""
+    class_roster = read_roster(roster) if roster is not None else None
+    if submissions is not None:
+        return collect_class(
+            submissions, notebook=notebook, assignment=assignment, lms=lms, roster=class_roster
+        )
+    folder = root / "submitted"
+    if not folder.is_dir():
+        raise UsageError(
+            f"no --submissions given and {folder} does not exist (run `nbgrader collect "
+            f"{assignment}` first, or pass --submissions PATH)"
+        )
+    return collect_class(
+        folder,
+        notebook=notebook,
+        assignment=assignment,
+        lms="nbgrader",
+        roster=class_roster,
+        select=lambda parts: len(parts) < 2 or parts[1] == assignment,
+    )
 
 
 def _sandbox_limits() -> sandboxing.Limits:
@@ -184,5 +242,6 @@ def _sandbox_limits() -> sandboxing.Limits:
 def _write_feedback(assignment: str, course: Path, student: str) -> None:
     try:
         write_pages(course, assignment, student=student)
+        copy_exchange_files(course, assignment, student)  # what `nbgrader release_feedback` reads
     except Exception as exc:  # a page that cannot be written costs no grade
         print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)

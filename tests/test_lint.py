@@ -35,7 +35,7 @@ LAYERS = [
     ["autograder.grading.*"],
     ["autograder.render.*"],
     ["autograder.feedback", "autograder.report", "autograder.lab"],
-    ["autograder.grade", "autograder.release"],
+    ["autograder.grade", "autograder.release", "autograder.export"],
     ["autograder.demo"],
     ["autograder.cli"],
 ]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import warnings
 from pathlib import Path
 
@@ -17,7 +16,8 @@ from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
 from autograder.course import db_url, gradebook
-from autograder.grading.results import CellResult, SubmissionResult
+from autograder.grading.results import CellResult, Status, SubmissionResult
+from autograder.grading.students import assign_late_penalty, record_student
 from autograder.intake.collect import Submission
 
 
@@ -29,7 +29,10 @@ def record(
     result: SubmissionResult,
     results_dir: Path,
 ) -> None:
-    """Record one finished submission: results JSON, autograded notebook, gradebook."""
+    """Record one finished submission: results JSON, autograded notebook, gradebook.
+
+    A roster-only student (status ``missing``) gets a ``Student`` row and no submission.
+    """
     warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
     student, assignment = result.student, result.assignment
     if not result.cells:
@@ -42,20 +45,29 @@ def record(
         (folder / f"{notebook}.ipynb").write_text(result.autograded, encoding="utf-8")
         result.autograded = None
     with gradebook(db_url(course, config), config) as gb:
-        gb.update_or_create_student(student)
-        gb.update_or_create_submission(assignment, student)
-        try:
-            grades = gb.find_submission_notebook(notebook, assignment, student).grades
-        except MissingEntry:
-            grades = []
-        by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
-        for cell in result.cells:
-            grade = by_name.get(cell.grade_id)
-            if grade is not None:
-                grade.auto_score = cell.score
-                grade.needs_manual_grade = False
+        record_student(gb, result)
+        if result.status is not Status.MISSING:
+            gb.update_or_create_submission(assignment, student)
+            try:
+                grades = gb.find_submission_notebook(notebook, assignment, student).grades
+            except MissingEntry:
+                grades = []
+            by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
+            for cell in result.cells:
+                grade = by_name.get(cell.grade_id)
+                if grade is not None:
+                    grade.auto_score = cell.score
+                    grade.needs_manual_grade = False
+            gb.db.commit()
+            late = assign_late_penalty(gb, config, notebook, result)
+            if result.late is None:
+                result.late = late
         gb.db.commit()
-    path = results_dir / f"{student}.json"
+    write_result(results_dir / f"{student}.json", result)
+
+
+def write_result(path: Path, result: SubmissionResult) -> None:
+    """Write ``result`` to ``path`` atomically."""
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(result.to_json(), encoding="utf-8")
     os.replace(tmp, path)  # atomic: a killed run leaves either the old or the new result
@@ -95,16 +107,6 @@ def write_csvs(reports: Path, results: dict[str, SubmissionResult]) -> None:
                 writer.writerow(
                     [s, c.grade_id, _num(c.score), _num(c.max_score), c.status.value, flags]
                 )
-
-
-def store_submitted(course: Path, assignment: str, notebook: str, sub: Submission) -> None:
-    """Put the submission in nbgrader's ``submitted/<student>/<assignment>/`` (replaced)."""
-    folder = course / "submitted" / sub.student / assignment
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    if sub.data:
-        (folder / f"{notebook}.ipynb").write_bytes(sub.data)
 
 
 def result_key(sub: Submission, template_hash: str, timeout: float, sandbox: bool) -> str:

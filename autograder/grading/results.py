@@ -23,6 +23,7 @@ class Status(str, Enum):
     FAILED = "failed"  #: the kernel died, a worker crashed, nbgrader could not grade it
     TIMEOUT = "timeout"  #: a cell or the whole notebook ran past its time limit
     INVALID = "invalid"  #: not a readable notebook
+    MISSING = "missing"  #: on the roster, but nothing was submitted
 
     def __str__(self) -> str:
         return self.value
@@ -114,6 +115,15 @@ class SubmissionResult:
     seconds: float = 0.0
     #: What the result was graded from (submission, source, limits); resume compares it.
     key: str = ""
+    #: Who the student is and when they submitted, as the download and roster say.
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    timestamp: str | None = None  #: ISO 8601, UTC
+    late: bool | None = None  #: the LMS's late mark, else nbgrader's due date says
+    #: Files this grader wrote in ``submitted/`` (name -> sha256); only those it rewrites.
+    stored: dict[str, str] = field(default_factory=dict)
     #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
     autograded: str | None = field(default=None, repr=False, compare=False)
 
@@ -144,6 +154,13 @@ class SubmissionResult:
             cells=[CellResult.from_dict(c) for c in data.get("cells", [])],
             seconds=float(data.get("seconds", 0.0)),
             key=str(data.get("key") or ""),
+            lms_user_id=_text(data.get("lms_user_id")),
+            first_name=_text(data.get("first_name")),
+            last_name=_text(data.get("last_name")),
+            email=_text(data.get("email")),
+            timestamp=_text(data.get("timestamp")),
+            late=None if data.get("late") is None else bool(data["late"]),
+            stored={str(k): str(v) for k, v in (data.get("stored") or {}).items()},
         )
 
     @classmethod
@@ -161,10 +178,18 @@ class GradeResult:
     results: dict[str, SubmissionResult] = field(default_factory=dict)
     graded_now: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)  #: unchanged since an earlier run
+    layout: str = "plain"  #: the submissions' layout (``canvas``, ``nbgrader``, ...)
+    in_place: bool = False  #: graded from the course's own ``submitted/``
+    ignored: list[str] = field(default_factory=list)  #: files not graded, with why
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def reports(self) -> Path:
         return self.course / "reports" / self.assignment
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
 
 
 def _legacy_stop(message: str) -> Stop:

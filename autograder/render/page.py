@@ -37,6 +37,7 @@ SUBMISSION_STATUS = MappingProxyType(
         Status.FAILED: "Grading failed",
         Status.TIMEOUT: "Timed out",
         Status.INVALID: "Invalid submission",
+        Status.MISSING: "No submission",
     }
 )
 

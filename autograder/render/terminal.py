@@ -10,6 +10,9 @@ from rich.table import Table
 
 from autograder.grading.results import GradeResult
 
+#: Ignored files listed one per line in the summary; the rest are counted.
+MAX_IGNORED_LINES = 40
+
 
 class ProgressPrinter:
     """Callable ``(student, n, total)``; a rich progress bar when stderr is a terminal."""
@@ -66,6 +69,16 @@ def print_summary(result: GradeResult, console: Console | None = None) -> None:
             notes = (notes + "; " if notes else "") + "flags: " + "; ".join(r.flags)
         table.add_row(student, f"{r.score:g}/{r.max_score:g}", r.status.value, notes[:120])
     console.print(table)
+    where = "the course's own submitted/ (in place)" if result.in_place else "the download"
+    console.print(f"layout: {result.layout}, read from {where}")
+    for line in result.warnings:
+        console.print(f"warning: {line}")
+    if result.ignored:
+        console.print(f"ignored ({len(result.ignored)} file(s), not graded):")
+        for line in result.ignored[:MAX_IGNORED_LINES]:
+            console.print(f"  {line}")
+        if len(result.ignored) > MAX_IGNORED_LINES:
+            console.print(f"  ... and {len(result.ignored) - MAX_IGNORED_LINES} more")
     now, reused = len(result.graded_now), len(result.reused)
     console.print(f"graded now: {now}; unchanged since an earlier run: {reused}")
     console.print(f"grades: {result.reports / 'grades.csv'}")

@@ -1,0 +1,141 @@
+"""``specdec-course export``: write an assignment's grades in a file the LMS imports.
+
+Reads the results ``grade`` recorded (``reports/<assignment>/results/``), turns them
+into :class:`~autograder.render.gradesheets.GradeRow` rows and writes one sheet:
+``--to canvas|moodle|blackboard|csv``.  With ``--roster`` (the instructor's own
+download from that LMS) the sheet is that file with this assignment's column filled
+in.  The output is written to a temporary file and renamed; the roster is never
+written to.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from autograder.course import UsageError, find_course
+from autograder.grading.results import SubmissionResult
+from autograder.intake.roster import read_roster
+from autograder.render import gradesheets
+from autograder.render.page import load_results
+
+#: The ``--to`` formats.
+FORMATS = ("canvas", "moodle", "blackboard", "csv")
+
+
+@dataclass
+class ExportResult:
+    """What one ``export`` wrote."""
+
+    path: Path
+    to: str
+    students: int  #: student rows filled in
+    skipped: list[str] = field(default_factory=list)  #: students left out, with why
+
+
+def export(
+    assignment: str,
+    *,
+    to: str,
+    course: Path | str | None = None,
+    roster: Path | str | None = None,
+    out: Path | str | None = None,
+    title: str | None = None,
+    now: datetime | None = None,
+) -> ExportResult:
+    """Write ``assignment``'s grades for the LMS ``to``.
+
+    Parameters
+    ----------
+    assignment : name of an assignment graded in this course
+    to : ``canvas``, ``moodle``, ``blackboard`` or ``csv``
+    course : nbgrader course root (default: the current directory)
+    roster : the LMS's own gradebook or worksheet download, to fill in
+    out : where to write (default ``reports/<assignment>/<to>-grades.csv``)
+    title : the assignment's title in the LMS (default: the assignment name, or, with a
+        Canvas roster, the one assignment column that matches it)
+    now : the time written as Moodle's ``Last modified (grade)`` (default: now)
+
+    Raises
+    ------
+    UsageError
+        For an unknown format, no results yet, a roster of another LMS, or ``out``
+        naming the roster.
+    """
+    if to not in FORMATS:
+        raise UsageError(f"unknown export format {to!r} (known: {', '.join(FORMATS)})")
+    root = find_course(course)
+    rows = grade_rows(load_results(root, assignment))
+    sheet_roster = read_roster(roster) if roster is not None else None
+    target = Path(out) if out is not None else root / "reports" / assignment / f"{to}-grades.csv"
+    if sheet_roster is not None and target.resolve() == Path(roster).resolve():
+        raise UsageError("--out names the roster file; the roster is never overwritten")
+    name = title or assignment
+    try:
+        if to == "canvas":
+            if sheet_roster is not None and title is None:
+                name = _canvas_title(sheet_roster.header, assignment)
+            sheet = gradesheets.canvas_sheet(rows, name, sheet_roster)
+        elif to == "moodle":
+            sheet = gradesheets.moodle_sheet(rows, now or datetime.now(), sheet_roster)
+        elif to == "blackboard":
+            sheet = gradesheets.blackboard_sheet(rows, name, sheet_roster)
+        else:
+            sheet = gradesheets.csv_sheet(rows)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    _write_atomic(target, sheet.text(), sheet.encoding)
+    return ExportResult(target, to, len(rows) - len(sheet.skipped), sheet.skipped)
+
+
+def grade_rows(results: dict[str, SubmissionResult]) -> list[gradesheets.GradeRow]:
+    """One row per recorded result (roster-only students included, status ``missing``)."""
+    return [
+        gradesheets.GradeRow(
+            student=student,
+            score=r.score,
+            max_score=r.max_score,
+            status=r.status.value,
+            lms_user_id=r.lms_user_id,
+            first_name=r.first_name,
+            last_name=r.last_name,
+            email=r.email,
+            timestamp=r.timestamp,
+            late=r.late,
+            flags=tuple(r.flags),
+            reason=r.reason or None,
+        )
+        for student, r in sorted(results.items())
+    ]
+
+
+def _canvas_title(header: list[str], assignment: str) -> str:
+    """The Canvas roster's column for ``assignment``: one whose title folds to the same."""
+
+    def fold(text: str) -> str:
+        return "".join(ch for ch in text.lower() if ch.isalnum())
+
+    titles = [c for c in header[5:] if gradesheets.canvas_column([c], assignment) is not None]
+    titles = titles or [c for c in header[5:] if fold(c.rsplit(" (", 1)[0]) == fold(assignment)]
+    if len(titles) == 1:
+        return titles[0]
+    columns = ", ".join(repr(c) for c in header[5:]) or "none"
+    raise UsageError(
+        f"cannot tell which column of the Canvas roster is {assignment!r} "
+        f"(columns: {columns}); pass --title with the assignment's Canvas title"
+    )
+
+
+def _write_atomic(target: Path, text: str, encoding: str) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

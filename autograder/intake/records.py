@@ -1,0 +1,276 @@
+"""What a download says about each student: the records every layout parser returns.
+
+A layout parser (``canvas.py``, ``moodle.py``, ...) is a pure function from the
+download's :class:`Member` list to an :class:`Intake`: one :class:`StudentRecord`
+per student, with the notebook to grade chosen by :func:`choose_notebook`, and every
+member that is not graded listed as ignored.  Reading the files safely is the
+collector's job; nothing here touches the disk.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+#: Longest normalized student id.
+MAX_ID_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class Member:
+    """One file of a download, as the collector read it.
+
+    ``parts`` is its path below the download's wrapper folder; a file read from a zip
+    that a student uploaded continues the path of that zip
+    (``("jane_1_2_work.zip", "work", "hw.ipynb")``).
+    """
+
+    parts: tuple[str, ...]
+    data: bytes | None = None  #: content, for notebooks and metadata files; None if not read
+    problem: str | None = None  #: why it could not be read (unsafe path, too large, ...)
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else ""
+
+    @property
+    def path(self) -> str:
+        return "/".join(self.parts)
+
+    @property
+    def is_notebook(self) -> bool:
+        return self.name.lower().endswith(".ipynb")
+
+
+@dataclass
+class StudentRecord:
+    """One student of the class, as the download (and the roster) describe them."""
+
+    student: str  #: the id used in the course (nbgrader's student id); filesystem-safe
+    lms_user_id: str | None = None  #: the id the LMS knows the student by
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    display_name: str | None = None  #: the name as the download writes it
+    timestamp: datetime | None = None  #: submission time, when the layout gives it
+    late: bool | None = None  #: the LMS's own late mark, when the layout gives one
+    member: Member | None = None  #: the notebook to grade
+    problem: str | None = None  #: why nothing can be graded (status ``invalid``)
+    ignored: list[str] = field(default_factory=list)  #: this student's members not graded
+    flags: list[str] = field(default_factory=list)
+    missing: bool = False  #: on the roster, nothing submitted
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a layout parser may know besides the members."""
+
+    notebook: str | None = None  #: the assignment's notebook name, without ``.ipynb``
+    assignment: str | None = None
+    wrapper: tuple[str, ...] = ()  #: folders that wrapped the whole download
+    repos: dict[str, str] = field(default_factory=dict)  #: repository -> username (GitHub roster)
+
+    @property
+    def wanted(self) -> str | None:
+        return f"{self.notebook}.ipynb" if self.notebook else None
+
+
+@dataclass
+class Intake:
+    """A whole download, parsed."""
+
+    layout: str  #: the layout used (``canvas``, ``moodle``, ..., ``plain``)
+    records: list[StudentRecord] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  #: members that belong to no student
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One member of a download, attributed by a layout parser to one student.
+
+    A member that several students share (a group submission) gives one claim each.
+    """
+
+    student: str  #: the student's id as the download gives it (normalized by ``assemble``)
+    member: Member
+    base: str | None = None  #: the notebook's name as the student meant it; None: not a notebook
+    newer: tuple = ()  #: sorts higher for a newer upload (attachment id, attempt time)
+    timestamp: datetime | None = None
+    late: bool | None = None
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    display_name: str | None = None
+    why_ignored: str = "not a notebook"  #: said of the member when it is not graded
+
+
+def normalize_student_id(name: str) -> str:
+    """Return a safe student id for a file or folder name.
+
+    Accents are folded to ASCII, anything outside ``[A-Za-z0-9._-]`` becomes ``_``,
+    runs of ``_`` collapse, and leading dots are removed.
+
+    >>> normalize_student_id("Zoë Müller")
+    'Zoe_Muller'
+    >>> normalize_student_id("../../etc/passwd")
+    'etc_passwd'
+    >>> normalize_student_id("李雷")
+    'student'
+    """
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", folded)
+    safe = re.sub(r"_+", "_", safe).strip("._-")
+    safe = safe[:MAX_ID_LENGTH].rstrip("._-")
+    return safe or "student"
+
+
+def split_name(full: str | None) -> tuple[str | None, str | None]:
+    """Split ``"First Middle Last"`` or ``"Last, First"`` into ``(first, last)``.
+
+    >>> split_name("Jane van Dyke")
+    ('Jane van', 'Dyke')
+    >>> split_name("Doe, Jane")
+    ('Jane', 'Doe')
+    >>> split_name("Cher")
+    (None, 'Cher')
+    """
+    if not full or not full.strip():
+        return None, None
+    full = " ".join(full.split())
+    if "," in full:
+        last, first = (s.strip() for s in full.split(",", 1))
+        return first or None, last or None
+    if " " not in full:
+        return None, full
+    first, last = full.rsplit(" ", 1)
+    return first, last
+
+
+def assemble(
+    layout: str,
+    claims: Iterable[Claim],
+    notebook: str | None,
+    *,
+    ignored: Iterable[str] = (),
+    warnings: Iterable[str] = (),
+    keep_ids: bool = False,
+    drop_empty: bool = False,
+) -> Intake:
+    """Group claims by student into records, each with its notebook chosen.
+
+    Ids are folded by :func:`normalize_student_id` (unless ``keep_ids``); two ids that
+    fold alike stay two students, the second as ``<id>-2`` with a flag.  Names, email
+    and LMS id come from the first claim that gives them.  Claims for one id that
+    disagree on the student's name are flagged: the id decides, the instructor looks.
+    With ``drop_empty``, a student who sent no notebook at all (only a text entry, a
+    receipt, a PDF) is not a submission: their files are listed as ignored, and a
+    roster lists them as ``missing``.
+    """
+    by_student: dict[str, list[Claim]] = {}
+    for claim in claims:
+        by_student.setdefault(claim.student, []).append(claim)
+    records = []
+    ignored = list(ignored)
+    taken: dict[str, str] = {}
+    for original in sorted(by_student):
+        group = by_student[original]
+        student = original if keep_ids else normalize_student_id(original)
+        rec = StudentRecord(student)
+        if student in taken:
+            n = 2
+            while f"{student}-{n}" in taken:
+                n += 1
+            rec.flags.append(f"id-collision: {original!r} and {taken[student]!r} normalize alike")
+            rec.student = student = f"{student}-{n}"
+        taken[student] = original
+        for attr in ("lms_user_id", "first_name", "last_name", "email", "display_name"):
+            setattr(rec, attr, next((getattr(c, attr) for c in group if getattr(c, attr)), None))
+        names = sorted({c.display_name for c in group if c.display_name})
+        if len(names) > 1:
+            rec.flags.append(
+                f"ambiguous: uploads under id {original} carry different names ({', '.join(names)})"
+            )
+        # an unreadable member is a candidate too, so that its problem is what is reported
+        notebooks = [c for c in group if c.base is not None or c.member.problem]
+        seen = set()
+        for c in group:
+            if (
+                c.base is None
+                and not c.member.problem
+                and c.member.name
+                and c.member.path not in seen
+            ):
+                seen.add(c.member.path)
+                rec.ignored.append(f"{c.member.path} ({c.why_ignored})")
+        if drop_empty and not notebooks:
+            ignored += [f"{item}; {original} sent no notebook" for item in rec.ignored]
+            del taken[student]
+            continue
+        chosen = choose_notebook(rec, notebooks, notebook)
+        if chosen is not None:
+            rec.timestamp, rec.late = chosen.timestamp, chosen.late
+        elif notebooks:  # nothing graded: the newest upload still dates the submission
+            newest = max(notebooks, key=lambda c: c.newer)
+            rec.timestamp, rec.late = newest.timestamp, newest.late
+        records.append(rec)
+    records.sort(key=lambda r: r.student)
+    return Intake(layout, records, ignored, list(warnings))
+
+
+def choose_notebook(
+    record: StudentRecord, candidates: Iterable[Claim], notebook: str | None
+) -> Claim | None:
+    """Set ``record.member`` to the notebook to grade (and return its claim), or say why not.
+
+    The rules, in order:
+
+    * a notebook named like the assignment's (``notebook + ".ipynb"``, compared on
+      ``Claim.base``) wins; among several, the newest;
+    * otherwise, when every notebook has the same base name (one file uploaded several
+      times), the newest one, flagged as graded under another name;
+    * otherwise, several notebooks under different names: nothing is graded
+      (``record.problem`` says so).
+
+    Every candidate not chosen is added to ``record.ignored``.  Candidates that tie on
+    newness with different contents: the first by path is graded, and a flag says so.
+    """
+    found = list(candidates)
+    unreadable = [c for c in found if c.member.problem]
+    usable = [c for c in found if not c.member.problem]
+    record.ignored.extend(f"{c.member.path} ({c.member.problem})" for c in unreadable)
+    if not usable:
+        if unreadable:
+            record.problem = "; ".join(dict.fromkeys(c.member.problem or "" for c in unreadable))
+        else:
+            record.problem = record.problem or "no .ipynb notebook found"
+        return None
+    wanted = f"{notebook}.ipynb" if notebook else None
+    named = [c for c in usable if wanted and c.base == wanted]
+    pool = named or usable
+    if not named and len({c.base for c in pool}) > 1:
+        names = ", ".join(sorted(c.member.path for c in pool))
+        record.problem = f"several notebooks, cannot tell which to grade: {names}"
+        return None
+    newest = max(c.newer for c in pool)
+    top = sorted((c for c in pool if c.newer == newest), key=lambda c: c.member.path)
+    chosen = top[0]
+    ties = [c for c in top[1:] if c.member.data != chosen.member.data]
+    if ties:
+        record.flags.append(
+            f"ambiguous: graded {chosen.member.path}; as new and different: "
+            + ", ".join(c.member.path for c in ties)
+        )
+    if not named and wanted:
+        record.flags.append(f"other-name: graded {chosen.member.path} (not named {wanted})")
+    record.member = chosen.member
+    record.ignored.extend(
+        f"{c.member.path} ({'older upload' if c.newer < newest else 'not graded'})"
+        for c in usable
+        if c is not chosen and c.member is not chosen.member
+    )
+    return chosen

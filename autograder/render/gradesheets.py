@@ -1,0 +1,301 @@
+"""Write grades as files that an LMS's own importer accepts.
+
+* **Canvas** gradebook import (``app/models/gradebook_importer.rb``): the header starts
+  ``Student,ID,SIS User ID,SIS Login ID,Section``; then one column per assignment,
+  ``Title (assignment id)`` or a bare title (a new assignment); a ``Points Possible``
+  row; students matched by Canvas user id (``ID``).
+* **Moodle** assignment "Upload grading worksheet": ``Identifier`` (``Participant N``),
+  ``Grade`` and ``Last modified (grade)``, which must be newer than Moodle's own record
+  of the grade (``mod/assign/feedback/offline/importgradeslib.php``).
+* **Blackboard** Grade Center upload: ``Username`` and one column per assignment,
+  matched by the ``|column id`` that Blackboard's own download gives its headers.
+* **csv**: everything the grader knows, one row per student.
+
+Given the instructor's own download of that LMS (``roster``), every row and column of
+it is kept, and only this assignment's column is filled in.  All functions here are
+pure: rows in, table out.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from autograder.intake.roster import Roster
+
+#: The student columns a Canvas gradebook import starts with.
+CANVAS_HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
+#: The columns of a Moodle grading worksheet this writer fills.
+MOODLE_HEADER = (
+    "Identifier",
+    "Full name",
+    "Email address",
+    "Grade",
+    "Maximum grade",
+    "Last modified (grade)",
+    "Feedback comments",
+)
+#: The columns of the plain CSV export.
+CSV_HEADER = (
+    "student",
+    "first_name",
+    "last_name",
+    "email",
+    "lms_user_id",
+    "score",
+    "max_score",
+    "status",
+    "timestamp",
+    "late",
+    "flags",
+)
+_CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
+
+
+@dataclass(frozen=True)
+class GradeRow:
+    """One student's grade for the assignment, with what identifies them to the LMS."""
+
+    student: str
+    score: float
+    max_score: float
+    status: str
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+    timestamp: str | None = None  #: ISO 8601
+    late: bool | None = None
+    flags: tuple[str, ...] = ()
+    reason: str | None = None  #: why it was not graded, for a status other than ``graded``
+
+    @property
+    def sortable_name(self) -> str:
+        if self.last_name and self.first_name:
+            return f"{self.last_name}, {self.first_name}"
+        return self.last_name or self.first_name or self.student
+
+    @property
+    def full_name(self) -> str:
+        return " ".join(p for p in (self.first_name, self.last_name) if p) or self.student
+
+
+@dataclass
+class Sheet:
+    """A table to write, and the students left out of it (with why)."""
+
+    header: list[str]
+    rows: list[list[str]]
+    skipped: list[str] = field(default_factory=list)
+    delimiter: str = ","
+    encoding: str = "utf-8"
+
+    def text(self) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter=self.delimiter, lineterminator="\n")
+        writer.writerow(self.header)
+        writer.writerows(self.rows)
+        return buf.getvalue()
+
+
+def number(x: float) -> str:
+    """A score as an LMS reads it: no trailing zeros.
+
+    >>> number(3.0), number(2.5), number(1 / 3)
+    ('3', '2.5', '0.333333')
+    """
+    return f"{float(x):g}"
+
+
+def canvas_sheet(rows: list[GradeRow], title: str, roster: Roster | None = None) -> Sheet:
+    """A Canvas gradebook-import CSV for one assignment column.
+
+    With ``roster`` (the instructor's Canvas gradebook export) its rows and columns are
+    kept; the column whose title is ``title`` (or ``title (id)``) is filled in, or added
+    at the end when there is none.  Rows are matched by Canvas user id.
+    """
+    by_id, skipped = _index(rows, "Canvas user id", numeric=True)
+    points = number(max((r.max_score for r in rows), default=0))
+    if roster is None:
+        header = [*CANVAS_HEADER, title]
+        table = [["Points Possible", "", "", "", "", points]]
+        for uid, row in sorted(by_id.items(), key=lambda kv: kv[1].sortable_name):
+            table.append([row.sortable_name, uid, "", "", "", number(row.score)])
+        return Sheet(header, table, skipped)
+    if roster.kind != "canvas":
+        raise ValueError("a Canvas export needs a Canvas gradebook export as its roster")
+    header = list(roster.header)
+    col = canvas_column(header, title)
+    table = [list(r) for r in roster.rows]
+    if col is None:
+        header.append(title)
+        col = len(header) - 1
+    id_col = 1
+    done = set()
+    for line in table:
+        line.extend([""] * (len(header) - len(line)))
+        if line and "points possible" in line[0].lower():
+            line[col] = points
+            continue
+        uid = line[id_col].strip() if len(line) > id_col else ""
+        if uid in by_id:
+            line[col] = number(by_id[uid].score)
+            done.add(uid)
+    skipped += [
+        f"{by_id[u].student} (Canvas id {u} is not in the roster)" for u in by_id if u not in done
+    ]
+    return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
+
+
+def canvas_column(header: list[str], title: str) -> int | None:
+    """The index of the column for ``title``: ``title (id)``, a bare ``title``, or an id.
+
+    >>> canvas_column(["Student", "ID", "Section", "E7.2 Tests (901)"], "E7.2 Tests")
+    3
+    >>> canvas_column(["Student", "ID", "Section", "E7.2 Tests (901)"], "901")
+    3
+    """
+    for i, cell in enumerate(header):
+        match = _CANVAS_TITLE.match(cell.strip())
+        name, ident = (match.group(1), match.group(2)) if match else (cell.strip(), None)
+        if name == title or cell.strip() == title or ident == title:
+            return i
+    return None
+
+
+def moodle_sheet(rows: list[GradeRow], now: datetime, roster: Roster | None = None) -> Sheet:
+    """A Moodle grading worksheet, its ``Last modified (grade)`` set to ``now``.
+
+    With ``roster`` (a worksheet downloaded from the same assignment) its rows and
+    columns are kept and only the grade, its time and the feedback comment are filled.
+    """
+    by_id, skipped = _index(rows, "Moodle participant id", numeric=True)
+    stamp = now.strftime("%Y-%m-%d %H:%M:%S")
+    if roster is None:
+        table = [
+            [
+                f"Participant {pid}",
+                row.full_name,
+                row.email or "",
+                number(row.score),
+                number(row.max_score),
+                stamp,
+                _comment(row),
+            ]
+            for pid, row in sorted(by_id.items(), key=lambda kv: int(kv[0]))
+        ]
+        return Sheet(list(MOODLE_HEADER), table, skipped)
+    if roster.kind != "moodle":
+        raise ValueError("a Moodle export needs a Moodle grading worksheet as its roster")
+    header = list(roster.header)
+    cols = {}
+    for name in ("Identifier", "Grade", "Last modified (grade)", "Feedback comments"):
+        col = roster.column(name)
+        if col is None:
+            header.append(name)
+            col = len(header) - 1
+        cols[name] = col
+    table, done = [list(r) for r in roster.rows], set()
+    for line in table:
+        line.extend([""] * (len(header) - len(line)))
+        pid = line[cols["Identifier"]].strip().rsplit(" ", 1)[-1]
+        row = by_id.get(pid)
+        if row is None:
+            continue
+        line[cols["Grade"]] = number(row.score)
+        line[cols["Last modified (grade)"]] = stamp
+        line[cols["Feedback comments"]] = _comment(row)
+        done.add(pid)
+    skipped += [
+        f"{by_id[p].student} (Participant {p} is not in the worksheet)"
+        for p in by_id
+        if p not in done
+    ]
+    return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
+
+
+def blackboard_sheet(rows: list[GradeRow], title: str, roster: Roster | None = None) -> Sheet:
+    """A Blackboard Grade Center upload: ``Username`` and the assignment's column.
+
+    Without ``roster`` the column is ``title [Total Pts: N Score]`` (Blackboard makes a
+    new column of it); with the instructor's Grade Center download, its column whose
+    title starts with ``title`` keeps its ``|column id`` and is filled in.
+    """
+    by_user, skipped = _index(rows, "username", numeric=False)
+    points = number(max((r.max_score for r in rows), default=0))
+    if roster is None:
+        header = ["Username", f"{title} [Total Pts: {points} Score]"]
+        table = [[u, number(r.score)] for u, r in sorted(by_user.items())]
+        return Sheet(header, table, skipped)
+    if roster.kind != "blackboard":
+        raise ValueError("a Blackboard export needs a Grade Center download as its roster")
+    header = list(roster.header)
+    user_col = roster.column("Username")
+    col = next(
+        (
+            i
+            for i, cell in enumerate(header)
+            if cell.strip().split(" [", 1)[0].split("|")[0].strip() == title
+        ),
+        None,
+    )
+    if col is None:
+        header.append(f"{title} [Total Pts: {points} Score]")
+        col = len(header) - 1
+    table, done = [list(r) for r in roster.rows], set()
+    for line in table:
+        line.extend([""] * (len(header) - len(line)))
+        user = line[user_col].strip()
+        if user in by_user:
+            line[col] = number(by_user[user].score)
+            done.add(user)
+    skipped += [f"{u} (not in the Grade Center download)" for u in by_user if u not in done]
+    return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
+
+
+def csv_sheet(rows: list[GradeRow]) -> Sheet:
+    """Every student the grader knows, with names, email, LMS id, timestamp and lateness."""
+    table = [
+        [
+            r.student,
+            r.first_name or "",
+            r.last_name or "",
+            r.email or "",
+            r.lms_user_id or "",
+            number(r.score),
+            number(r.max_score),
+            r.status,
+            r.timestamp or "",
+            "" if r.late is None else ("yes" if r.late else "no"),
+            "; ".join(r.flags),
+        ]
+        for r in sorted(rows, key=lambda r: r.student)
+    ]
+    return Sheet(list(CSV_HEADER), table)
+
+
+def _index(
+    rows: list[GradeRow], what: str, *, numeric: bool
+) -> tuple[dict[str, GradeRow], list[str]]:
+    """Rows by LMS id; the students without a usable one are listed as skipped."""
+    out, skipped = {}, []
+    for row in rows:
+        ident = (row.lms_user_id or "").strip()
+        if not ident or (numeric and not ident.isdigit()):
+            skipped.append(f"{row.student} (no {what})")
+        elif ident in out:
+            skipped.append(f"{row.student} ({what} {ident} is also {out[ident].student}'s)")
+        else:
+            out[ident] = row
+    return out, skipped
+
+
+def _comment(row: GradeRow) -> str:
+    if row.status == "graded":
+        return f"Autograded: {number(row.score)} / {number(row.max_score)}."
+    if row.status == "missing":
+        return "No submission."
+    return f"Not graded ({row.status}): {row.reason or 'see the feedback page'}"
