@@ -10,6 +10,9 @@ The hidden tests of the course score learners against these functions.
 - :mod:`~specdec_reference.analysis`: expected tokens per pass and speed
   (``expected_tokens``, ``speed_estimate``, ``speedup``, ``walltime_improvement``,
   ``optimal_k``).
+
+The hidden tests' helpers are not part of it: they live in
+:mod:`specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
 """
 
 from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept

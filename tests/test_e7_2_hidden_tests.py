@@ -10,127 +10,28 @@ grader...) live in test_lessons.py; kernel-level checks are in test_e7_2_kernel.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import textwrap
-import time
-import warnings
-from dataclasses import dataclass
-from pathlib import Path
 
-import nbformat
 import pytest
+from lesson_support import Lesson, Outcome, failing
 
-REPO = Path(__file__).resolve().parents[1]
-SOURCE = REPO / "source" / "e7_2_acceptance_tests" / "acceptance_tests.ipynb"
-SAMPLES = REPO / "tests" / "files" / "e7_2_acceptance_tests"
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-
-
-def _load_build_samples():
-    spec = importlib.util.spec_from_file_location(
-        "e7_2_build_samples", SAMPLES / "build_samples.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_samples = _load_build_samples()
-SOURCE_NB = nbformat.read(SOURCE, as_version=4)
-REFERENCE_BODIES = build_samples.reference_bodies(SOURCE_NB)
-TEST_CELLS = {
-    c.metadata["nbgrader"]["grade_id"]: c
-    for c in SOURCE_NB.cells
-    if c.metadata.get("nbgrader", {}).get("grade")
-}
-POINTS = {gid: cell.metadata["nbgrader"]["points"] for gid, cell in TEST_CELLS.items()}
+LESSON = Lesson("e7_2_acceptance_tests", support_cells={"imports"})
+SOURCE_NB = LESSON.source_nb
+TEST_CELLS = LESSON.test_cells
+POINTS = LESSON.points
 FUNCTIONS = ["accept_prob", "overall_acceptance", "propose_and_test", "empirical_acceptance"]
 
 
-# ---------------------------------------------------------------------------
-# An in-process stand-in for a kernel running the notebook
-# ---------------------------------------------------------------------------
-
-
-class _Events:
-    """The part of IPython's EventManager that checks.use_reference_for_cell uses."""
-
-    def __init__(self):
-        self.callbacks = []
-
-    def register(self, event, fn):
-        self.callbacks.append(fn)
-
-    def unregister(self, event, fn):
-        self.callbacks.remove(fn)
-
-
-@dataclass
-class Outcome:
-    passed: bool
-    message: str
-    seconds: float
-
-
-def learner_cell(source_cell: str, body: str) -> str:
-    """The source solution cell with its solution region replaced by ``body``."""
-    lines = source_cell.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
-    stop = next(i for i, line in enumerate(lines) if line.strip() == END)
-    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-    code = textwrap.indent(textwrap.dedent(body).strip("\n"), indent).splitlines()
-    return "\n".join(lines[:start] + code + lines[stop + 1 :])
-
-
 def execute(bodies: dict[str, str] | None = None) -> tuple[dict[str, Outcome], dict]:
-    """Run the notebook's code and test cells with ``bodies`` replacing solution regions.
-
-    Solution cells not in ``bodies`` get the reference solution.  Explorer and plot
-    cells are skipped (they are not graded); the ``imports`` cell runs.  Like IPython,
-    the namespace holds ``_ih`` (the cells run so far) and ``get_ipython``, whose
-    post_run_cell callbacks run after every cell.  Returns the test cells' outcomes
-    and the final namespace.
-    """
-    bodies = {**REFERENCE_BODIES, **(bodies or {})}
-    events = _Events()
-    shell = type("Shell", (), {"events": events})()
-    ns = {"__name__": "__main__", "_ih": [""], "get_ipython": lambda: shell}
-    # Hidden tests record whether the reference was imported before them; in this
-    # process it always is (the tests import it), so record the kernel's answer: no.
-    ns["_specdec_preloaded"] = False
-    outcomes = {}
-    for cell in SOURCE_NB.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or not (meta or cell.id == "imports"):
-            continue
-        if meta.get("solution"):
-            source = learner_cell(cell.source, bodies[meta["grade_id"]])
-        else:
-            source = cell.source
-        ns["_ih"].append(source)
-        start = time.perf_counter()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                exec(compile(source, f"<cell {cell.id}>", "exec"), ns)
-            passed, message = True, ""
-        except Exception as exc:  # a failing cell, as nbgrader would score it
-            passed, message = False, f"{type(exc).__name__}: {exc}"
-        for callback in list(events.callbacks):
-            callback(None)
-        if meta.get("grade"):
-            outcomes[meta["grade_id"]] = Outcome(passed, message, time.perf_counter() - start)
-    return outcomes, ns
+    """The test cells' outcomes and the final namespace (see Lesson.run)."""
+    run = LESSON.run(bodies)
+    return run.outcomes, run.namespace
 
 
 def run_in_process(bodies: dict[str, str] | None = None) -> dict[str, Outcome]:
     """The test cells' outcomes of :func:`execute`."""
-    return execute(bodies)[0]
-
-
-def failing(outcomes: dict[str, Outcome]) -> set[str]:
-    return {gid for gid, outcome in outcomes.items() if not outcome.passed}
+    return LESSON.run(bodies).outcomes
 
 
 def function_of(grade_id: str) -> str:
@@ -241,9 +142,7 @@ MUTANTS = {
         """
     },
 }
-SAMPLE_BODIES = {
-    name: overrides for name, overrides in build_samples.SCENARIOS.items() if name != "blank"
-}
+SAMPLE_BODIES = {name: overrides for name, overrides in LESSON.scenarios.items() if name != "blank"}
 CORRECT = [name for name in SAMPLE_BODIES if name == "reference" or name.startswith("variant-")]
 
 
@@ -284,9 +183,7 @@ def test_sample_scores_in_process_match_expected_json(outcomes_by_scenario):
 
 
 def build_samples_expected() -> dict:
-    import json
-
-    return json.loads((SAMPLES / "expected.json").read_text())
+    return LESSON.expected
 
 
 # ---------------------------------------------------------------------------

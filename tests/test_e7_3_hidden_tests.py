@@ -9,149 +9,26 @@ test_lessons.py; the kernel-level checks of this lesson are in test_e7_3_kernel.
 
 from __future__ import annotations
 
-import contextlib
 import doctest
-import importlib.util
-import io
-import json
 import math
-import textwrap
-import warnings
-from dataclasses import dataclass
-from pathlib import Path
 
-import nbformat
 import pytest
+from lesson_support import Lesson, failing, learner_cell
 
-REPO = Path(__file__).resolve().parents[1]
-ASSIGNMENT = "e7_3_accept_step"
-SOURCE = REPO / "source" / ASSIGNMENT / "accept_step.ipynb"
-SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
-EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
-
-
-def _load_build_samples():
-    spec = importlib.util.spec_from_file_location(
-        "e7_3_build_samples", SAMPLES / "build_samples.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-build_samples = _load_build_samples()
-SOURCE_NB = nbformat.read(SOURCE, as_version=4)
-REFERENCE_BODIES = build_samples.reference_bodies(SOURCE_NB)
-TEST_CELLS = {
-    c.metadata["nbgrader"]["grade_id"]: c
-    for c in SOURCE_NB.cells
-    if c.metadata.get("nbgrader", {}).get("grade")
-}
-SOLUTION_CELLS = {
-    c.metadata["nbgrader"]["grade_id"]: c
-    for c in SOURCE_NB.cells
-    if c.metadata.get("nbgrader", {}).get("solution")
-}
-FIRST_TEST = next(iter(TEST_CELLS))
 #: Ungraded cells that a visible test relies on (the toy models of Part 5) or that every
 #: learner runs first; plots and demonstrations are skipped.
-SUPPORT_CELLS = {"code-setup", "code-greedy-demo"}
+LESSON = Lesson("e7_3_accept_step", support_cells={"code-setup", "code-greedy-demo"})
+SCENARIOS = LESSON.scenarios
+EXPECTED = LESSON.expected
+REFERENCE_BODIES = LESSON.reference_bodies
+TEST_CELLS = LESSON.test_cells
+SOLUTION_CELLS = LESSON.solution_cells
+BEGIN = "### BEGIN SOLUTION"
 
 
-# ---------------------------------------------------------------------------
-# An in-process stand-in for a kernel running the notebook
-# ---------------------------------------------------------------------------
-
-
-class _Events:
-    """The part of IPython's EventManager that checks.use_reference_for_cell uses."""
-
-    def __init__(self):
-        self.callbacks = []
-
-    def register(self, event, fn):
-        self.callbacks.append(fn)
-
-    def unregister(self, event, fn):
-        self.callbacks.remove(fn)
-
-
-@dataclass
-class Outcome:
-    passed: bool
-    message: str
-
-
-def learner_cell(source_cell: str, body: str) -> str:
-    """The source solution cell with its solution region replaced by ``body``."""
-    lines = source_cell.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
-    stop = next(i for i, line in enumerate(lines) if line.strip() == END)
-    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-    code = textwrap.indent(textwrap.dedent(body).strip("\n"), indent).splitlines()
-    return "\n".join(lines[:start] + code + lines[stop + 1 :])
-
-
-def execute(
-    bodies: dict[str, str] | None = None,
-    *,
-    only: set[str] | None = None,
-    replace: dict[str, str] | None = None,
-) -> dict[str, Outcome]:
-    """Run the notebook's solution, support and test cells; return the test cells' outcomes.
-
-    ``bodies`` replace solution regions (the reference fills the others); ``only`` limits
-    the test cells that run; ``replace`` substitutes text in every test cell (new seeds).
-    Like IPython, the namespace holds ``_ih`` and ``get_ipython``, whose post_run_cell
-    callbacks run after every cell.
-    """
-    bodies = {**REFERENCE_BODIES, **(bodies or {})}
-    events = _Events()
-    shell = type("Shell", (), {"events": events})()
-    # The hidden tests record whether the reference was imported before they were; in this
-    # process it always is (pytest imports it), so record a fresh kernel's answer: no.
-    ns = {
-        "__name__": "__main__",
-        "_ih": [""],
-        "get_ipython": lambda: shell,
-        "_specdec_preloaded": False,
-    }
-    outcomes = {}
-    for cell in SOURCE_NB.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code":
-            continue
-        if meta.get("solution"):
-            source = learner_cell(cell.source, bodies[meta["grade_id"]])
-        elif meta.get("grade"):
-            # The first test cell also defines the lesson's hidden helpers: it always runs.
-            if only is not None and meta["grade_id"] not in only | {FIRST_TEST}:
-                continue
-            source = cell.source
-            for old, new in (replace or {}).items():
-                source = source.replace(old, new)
-        elif cell.id in SUPPORT_CELLS:
-            source = cell.source
-        else:
-            continue
-        ns["_ih"].append(source)
-        try:
-            with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-                warnings.simplefilter("ignore")
-                exec(compile(source, f"<cell {cell.id}>", "exec"), ns)
-            outcome = Outcome(True, "")
-        except Exception as exc:  # a failing cell, as nbgrader scores it
-            outcome = Outcome(False, f"{type(exc).__name__}: {exc}")
-        for callback in list(events.callbacks):
-            callback(None)
-        if meta.get("grade"):
-            outcomes[meta["grade_id"]] = outcome
-    return outcomes
-
-
-def failing(outcomes: dict[str, Outcome]) -> dict[str, str]:
-    return {gid: o.message for gid, o in outcomes.items() if not o.passed}
+def execute(bodies=None, *, only=None, replace=None):
+    """The test cells' outcomes of running the notebook with ``bodies`` (see Lesson.run)."""
+    return LESSON.run(bodies, only=only, replace=replace).outcomes
 
 
 @pytest.fixture(scope="module")
@@ -169,12 +46,10 @@ def test_the_reference_solutions_pass_every_test_cell(reference_outcomes):
     assert failing(reference_outcomes) == {}
 
 
-@pytest.mark.parametrize(
-    "scenario", [s for s in build_samples.SCENARIOS if s.startswith("variant-")]
-)
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.startswith("variant-")])
 def test_correct_variants_pass_every_test_cell(scenario):
     """Python or numpy types, lists or arrays, loops or vectorized, r * q <= p."""
-    assert failing(execute(build_samples.SCENARIOS[scenario])) == {}
+    assert failing(execute(SCENARIOS[scenario])) == {}
 
 
 # Correct, but with the draws in another order than the docstring's: every uniform first,
@@ -250,13 +125,13 @@ NAMED_IN = {  # a cell where the message must name the mistake itself
 
 
 def test_every_sample_mistake_has_its_words():
-    mistakes = {s for s in build_samples.SCENARIOS if s.startswith("mistake-")}
+    mistakes = {s for s in SCENARIOS if s.startswith("mistake-")}
     assert mistakes == set(SAMPLE_MISTAKE_WORDS)
 
 
 @pytest.mark.parametrize("scenario", sorted(SAMPLE_MISTAKE_WORDS))
 def test_each_sample_mistake_loses_exactly_its_cells_with_a_message_naming_it(scenario):
-    lost = failing(execute(build_samples.SCENARIOS[scenario]))
+    lost = failing(execute(SCENARIOS[scenario]))
     expected_lost = {gid for gid, points in EXPECTED[scenario].items() if points == 0}
     if scenario == "mistake-imports-reference":
         # The course's grader zeroes the whole notebook (its integrity check); the
@@ -395,7 +270,7 @@ def test_extra_mutants_lose_exactly_their_cells(name):
 # ---------------------------------------------------------------------------
 
 FOLLOWS = "test_speculative_step_follows_target"
-RESAMPLE_FROM_P = build_samples.SCENARIOS["mistake-resample-from-p"]
+RESAMPLE_FROM_P = SCENARIOS["mistake-resample-from-p"]
 
 
 @pytest.mark.parametrize("offset", [1000, 2000, 3000, 4000])
@@ -411,7 +286,7 @@ def test_the_distribution_check_passes_correct_steps_and_fails_resampling_from_p
     for bodies in (
         {},
         {"speculative_step": OTHER_DRAW_ORDER},
-        build_samples.SCENARIOS["variant-numpy-vectorized"],
+        SCENARIOS["variant-numpy-vectorized"],
     ):
         outcome = execute(bodies, only={FOLLOWS}, replace=seeds)[FOLLOWS]
         assert outcome.passed, outcome.message
@@ -430,7 +305,7 @@ def test_the_hidden_distribution_check_names_the_wrong_recovery():
 
 
 def test_the_distribution_checks_state_a_false_failure_probability_below_one_in_a_million():
-    from specdec_reference.checks import hoeffding_tolerance
+    from specdec_reference.testing import hoeffding_tolerance
 
     cell = TEST_CELLS[FOLLOWS].source
     # Hidden: three configurations at 2e-7 each (check_frequencies' union bound inside),
@@ -528,5 +403,5 @@ def test_visible_asserts_never_depend_on_hidden_helpers():
             elif not inside:
                 visible.append(line)
         text = "\n".join(visible)
-        for name in ("_e73_", "_checks", "_ref", "_np"):
+        for name in ("_e73", "_checks", "_ref", "_np"):
             assert name not in text, f"{gid}: the visible part uses {name}"

@@ -13,6 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import REPO, load_json, new_course, sandbox_available
+from lesson_support import run_all
 
 from autograder.course import assignments
 from autograder.release import leak_problems
@@ -202,6 +203,37 @@ def test_sample_submissions_match_the_current_release(assignment):
         cwd=REPO,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_run_all_on_the_solved_notebook_takes_under_3_seconds(assignment):
+    """The learner's view (release plus reference solutions), kernel start excluded.
+
+    Measured as the kernel's CPU time, which other processes on a busy machine do not
+    inflate; on an idle machine the wall time is about the same.
+    """
+    timed = run_all(REPO / "tests" / "files" / assignment / "submissions" / "reference.ipynb")
+    assert not timed.errors
+    assert timed.cpu_seconds < 3.0, (
+        f"Run all took {timed.cpu_seconds:.2f} s of kernel CPU time "
+        f"({timed.wall_seconds:.2f} s wall)"
+    )
+
+
+@pytest.mark.parametrize("assignment", LESSONS)
+def test_sample_builder_says_how_to_generate_a_missing_release(tmp_path, assignment):
+    script = REPO / "tests" / "files" / assignment / "build_samples.py"
+    missing = tmp_path / "missing.ipynb"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--check", "--release", str(missing)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 2
+    assert f"{missing} not found" in proc.stderr
+    assert f"specdec-course release {assignment}" in proc.stderr
 
 
 @pytest.mark.kernel

@@ -1,11 +1,10 @@
 """Regenerate the sample submissions of lesson E7.3 from the release notebook.
 
-Each scenario is a learner notebook: the release notebook with the stub of some solution
-cells (``# YOUR CODE HERE`` / ``raise NotImplementedError()``) replaced by code.  The
-``reference`` scenario uses the source notebook's own solutions, ``blank`` is the release
-unchanged, and every other scenario starts from the reference and replaces the cells
-listed below.  ``expected.json`` beside this script gives each scenario's expected score
-on every test cell.
+The scenarios are below; the engine that turns them into notebooks is
+``tests/files/sample_builder.py`` (shared by every lesson).  ``reference`` is the source
+notebook's own solutions, ``blank`` the release unchanged, and every other scenario starts
+from the reference and replaces the solution cells it lists.  ``expected.json`` beside
+this script gives each scenario's expected score on every test cell.
 
 Usage (from the repository root)::
 
@@ -15,19 +14,8 @@ Usage (from the repository root)::
 
 from __future__ import annotations
 
-import argparse
 import sys
-import textwrap
 from pathlib import Path
-
-import nbformat
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[2]
-ASSIGNMENT = "e7_3_accept_step"
-NOTEBOOK = "accept_step.ipynb"
-STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
-BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 # Solution bodies by scenario and grade_id: what a learner types in place of the stub,
 # without the indentation of the cell (it is added when the body is inserted).  Each
@@ -241,89 +229,8 @@ SCENARIOS: dict[str, dict[str, str]] = {
 }
 
 
-def reference_bodies(source: nbformat.NotebookNode) -> dict[str, str]:
-    """Return each source solution cell's code between the solution markers, dedented."""
-    bodies = {}
-    for cell in source.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if not meta.get("solution") or cell.cell_type != "code":
-            continue
-        lines = cell.source.splitlines()
-        start = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
-        stop = next(i for i, line in enumerate(lines) if line.strip() == END)
-        bodies[meta["grade_id"]] = textwrap.dedent("\n".join(lines[start + 1 : stop]))
-    return bodies
-
-
-def fill(cell_source: str, body: str, grade_id: str) -> str:
-    """Replace the two stub lines of a release cell by ``body``, at the stub's indentation."""
-    lines = cell_source.splitlines()
-    for i, line in enumerate(lines[:-1]):
-        if line.strip() == STUB[0] and lines[i + 1].strip() == STUB[1]:
-            indent = line[: len(line) - len(line.lstrip())]
-            code = textwrap.indent(textwrap.dedent(body).strip("\n"), indent)
-            return "\n".join(lines[:i] + code.splitlines() + lines[i + 2 :])
-    raise SystemExit(f"no stub in the release cell {grade_id!r}")
-
-
-def build(release: nbformat.NotebookNode, source: nbformat.NotebookNode) -> dict[str, str]:
-    """Return {scenario: notebook JSON text}."""
-    reference = reference_bodies(source)
-    out = {}
-    for scenario, overrides in SCENARIOS.items():
-        unknown = set(overrides) - set(reference)
-        if unknown:
-            raise SystemExit(f"{scenario}: no solution cells {sorted(unknown)}")
-        nb = nbformat.from_dict(release)
-        if scenario != "blank":
-            bodies = {**reference, **overrides}
-            for cell in nb.cells:
-                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-                if cell.metadata.get("nbgrader", {}).get("solution"):
-                    cell.source = fill(cell.source, bodies[grade_id], grade_id)
-        text = nbformat.writes(nb)
-        out[scenario] = text if text.endswith("\n") else text + "\n"
-    return out
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--release", type=Path, default=ROOT / "release" / ASSIGNMENT / NOTEBOOK)
-    parser.add_argument("--source", type=Path, default=ROOT / "source" / ASSIGNMENT / NOTEBOOK)
-    parser.add_argument(
-        "--check",
-        action="store_true",
-        help="compare with the committed samples instead of writing them",
-    )
-    args = parser.parse_args(argv)
-
-    samples = build(
-        nbformat.read(args.release, as_version=4), nbformat.read(args.source, as_version=4)
-    )
-    folder = HERE / "submissions"
-    if args.check:
-        stale = [
-            name
-            for name, text in samples.items()
-            if not (folder / f"{name}.ipynb").is_file()
-            or (folder / f"{name}.ipynb").read_text(encoding="utf-8") != text
-        ]
-        extra = sorted(p.stem for p in folder.glob("*.ipynb") if p.stem not in samples)
-        if stale or extra:
-            print(
-                f"sample submissions out of date: {', '.join(stale + extra)}; run "
-                f"python {Path(__file__).relative_to(ROOT)} to regenerate them",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{len(samples)} sample submissions are up to date")
-        return 0
-    folder.mkdir(exist_ok=True)
-    for name, text in samples.items():
-        (folder / f"{name}.ipynb").write_text(text, encoding="utf-8")
-    print(f"wrote {len(samples)} sample submissions to {folder.relative_to(ROOT)}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/files: the engine
+    from sample_builder import main
+
+    sys.exit(main(Path(__file__).resolve().parent, SCENARIOS))

@@ -1,0 +1,262 @@
+"""Test support shared by every lesson: run its notebook in this process, or Run all in a kernel.
+
+A lesson's tests (``tests/test_<lesson>_hidden_tests.py``) start with ::
+
+    from lesson_support import Lesson, failing
+
+    LESSON = Lesson("e7_3_accept_step", support_cells={"code-setup"})
+
+and then run the source notebook's cells with learner code of their choosing.  The
+lesson's sample scenarios come from ``tests/files/<assignment>/build_samples.py``; the
+engine that writes the sample notebooks is ``tests/files/sample_builder.py``.
+
+API
+---
+``Lesson(assignment, *, support_cells=())``
+    The source notebook of ``source/<assignment>/`` and its samples:
+    ``source_nb``, ``test_cells`` and ``solution_cells`` (``{grade_id: cell}``, in
+    notebook order), ``points`` (``{grade_id: points}``), ``reference_bodies``
+    (``{grade_id: solution body}``), ``scenarios`` (``build_samples.SCENARIOS``) and
+    ``expected`` (``expected.json``).  ``support_cells`` are the ids of ungraded code
+    cells to run too (imports, a toy model a visible assert uses); the other ungraded
+    cells (plots, demonstrations) are skipped.
+``Lesson.run(bodies=None, *, only=None, replace=None) -> Run``
+    Run the solution cells (``bodies`` replace solution regions, the reference fills
+    the others), the support cells and the test cells (only those in ``only`` if given;
+    ``replace`` substitutes text in every test cell, e.g. other seeds) in one namespace,
+    the way a kernel runs them.  Like IPython, the namespace holds ``_ih`` (the cells
+    run so far) and ``get_ipython()``, whose ``post_run_cell`` callbacks run after every
+    cell, which is what ``specdec_reference.testing.use_reference_for_cell`` needs.
+``Run``: ``outcomes`` (``{grade_id: Outcome}``) and the final ``namespace``.
+``Outcome``: ``passed``, ``message`` (``"AssertionError: ..."``), ``seconds``.
+``failing(outcomes) -> {grade_id: message}`` of the cells that failed.
+``learner_cell(source_cell, body) -> str``: a solution cell with ``body`` as its solution.
+``run_all(notebook, *, cwd) -> RunAll``: Run all in a real kernel, timed (kernel CPU
+    seconds, wall seconds, ids of the cells that raised).
+``grade_samples(assignment, names, root) -> {student: result}``: grade some samples
+    with the course's grader in a throwaway course under ``root``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import shutil
+import textwrap
+import time
+import warnings
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[1]
+FILES = REPO / "tests" / "files"
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    """Import the Python file at ``path`` as a module named ``name`` (tests/files is no package)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Outcome:
+    """How one test cell ended, as nbgrader would score it."""
+
+    passed: bool
+    message: str
+    seconds: float = 0.0
+
+
+@dataclass
+class Run:
+    """The test cells' outcomes of one run and the namespace the cells ran in."""
+
+    outcomes: dict[str, Outcome]
+    namespace: dict[str, Any]
+
+
+class _Events:
+    """The part of IPython's EventManager that use_reference_for_cell uses."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[..., None]] = []
+
+    def register(self, event: str, fn: Callable[..., None]) -> None:
+        self.callbacks.append(fn)
+
+    def unregister(self, event: str, fn: Callable[..., None]) -> None:
+        self.callbacks.remove(fn)
+
+
+def learner_cell(source_cell: str, body: str) -> str:
+    """Return the source solution cell with its solution region replaced by ``body``."""
+    lines = source_cell.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == BEGIN)
+    stop = next(i for i, line in enumerate(lines) if line.strip() == END)
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    code = textwrap.indent(textwrap.dedent(body).strip("\n"), indent).splitlines()
+    return "\n".join(lines[:start] + code + lines[stop + 1 :])
+
+
+def failing(outcomes: Mapping[str, Outcome]) -> dict[str, str]:
+    """Return ``{grade_id: message}`` for the test cells that failed."""
+    return {gid: o.message for gid, o in outcomes.items() if not o.passed}
+
+
+@dataclass
+class Lesson:
+    """A lesson's source notebook, its sample scenarios, and an in-process kernel for both."""
+
+    assignment: str
+    support_cells: Collection[str] = ()
+    source_nb: nbformat.NotebookNode = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        [path] = sorted((REPO / "source" / self.assignment).glob("*.ipynb"))
+        self.source_nb = nbformat.read(path, as_version=4)
+        self.samples_dir = FILES / self.assignment
+        self.samples = _load(self.samples_dir / "build_samples.py", f"{self.assignment}_samples")
+        builder = _load(FILES / "sample_builder.py", "sample_builder")
+        self.reference_bodies = builder.reference_bodies(self.source_nb)
+        self.test_cells = self._cells("grade")
+        self.solution_cells = self._cells("solution")
+        self.points = {g: c.metadata["nbgrader"]["points"] for g, c in self.test_cells.items()}
+
+    def _cells(self, kind: str) -> dict[str, nbformat.NotebookNode]:
+        return {
+            c.metadata["nbgrader"]["grade_id"]: c
+            for c in self.source_nb.cells
+            if c.metadata.get("nbgrader", {}).get(kind)
+        }
+
+    @property
+    def scenarios(self) -> dict[str, dict[str, str]]:
+        """``build_samples.SCENARIOS``: {scenario: {grade_id: solution body}}."""
+        return self.samples.SCENARIOS
+
+    @property
+    def expected(self) -> dict[str, dict[str, float]]:
+        """``expected.json``: {scenario: {grade_id: points}}."""
+        return json.loads((self.samples_dir / "expected.json").read_text())
+
+    def run(
+        self,
+        bodies: Mapping[str, str] | None = None,
+        *,
+        only: Collection[str] | None = None,
+        replace: Mapping[str, str] | None = None,
+    ) -> Run:
+        """Run the notebook's solution, support and test cells (see the module docstring)."""
+        bodies = {**self.reference_bodies, **(bodies or {})}
+        events = _Events()
+        shell = type("Shell", (), {"events": events})()
+        # The hidden tests record whether the reference was imported before they were; in
+        # this process it always is (pytest imports it), so record a fresh kernel's answer.
+        ns: dict[str, Any] = {
+            "__name__": "__main__",
+            "_ih": [""],
+            "get_ipython": lambda: shell,
+            "_specdec_preloaded": False,
+        }
+        outcomes = {}
+        for cell in self.source_nb.cells:
+            meta = cell.metadata.get("nbgrader", {})
+            if cell.cell_type != "code":
+                continue
+            if meta.get("solution"):
+                source = learner_cell(cell.source, bodies[meta["grade_id"]])
+            elif meta.get("grade"):
+                if only is not None and meta["grade_id"] not in only:
+                    continue
+                source = cell.source
+                for old, new in (replace or {}).items():
+                    source = source.replace(old, new)
+            elif cell.id in self.support_cells:
+                source = cell.source
+            else:
+                continue
+            ns["_ih"].append(source)
+            start = time.perf_counter()
+            try:
+                with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+                    warnings.simplefilter("ignore")
+                    exec(compile(source, f"<cell {cell.id}>", "exec"), ns)
+                passed, message = True, ""
+            except Exception as exc:  # a failing cell, as nbgrader scores it
+                passed, message = False, f"{type(exc).__name__}: {exc}"
+            seconds = time.perf_counter() - start
+            for callback in list(events.callbacks):
+                callback(None)
+            if meta.get("grade"):
+                outcomes[meta["grade_id"]] = Outcome(passed, message, seconds)
+        return Run(outcomes, ns)
+
+
+@dataclass
+class RunAll:
+    """A timed Run all: the kernel's CPU seconds, the wall seconds, the cells that raised."""
+
+    cpu_seconds: float
+    wall_seconds: float
+    errors: list[str]
+
+
+def run_all(notebook: Path, *, cwd: Path = REPO) -> RunAll:
+    """Run every cell of ``notebook`` in a fresh python3 kernel; kernel start is not timed.
+
+    The CPU time is the kernel's own (``time.process_time`` inside it), which other
+    processes on a busy machine do not inflate; on an idle machine the wall time is
+    about the same.
+    """
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(notebook, as_version=4)
+    start = nbformat.v4.new_code_cell("import time as _clock\n_cpu = _clock.process_time()")
+    stop = nbformat.v4.new_code_cell("print(_clock.process_time() - _cpu)")
+    nb.cells = [start, *nb.cells, stop]
+    client = NotebookClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
+    )
+    with client.setup_kernel():
+        began = time.perf_counter()
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index)
+        wall = time.perf_counter() - began
+    errors = [
+        c.get("id")
+        for c in nb.cells
+        if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)
+    ]
+    return RunAll(float(stop.outputs[0]["text"]), wall, errors)
+
+
+def grade_samples(assignment: str, names: Collection[str], root: Path) -> dict[str, dict]:
+    """Grade the named samples of ``assignment`` with the course's grader: {student: result}."""
+    from conftest import new_course, sandbox_available
+
+    from autograder.grade import grade
+
+    course = new_course(root / "course", {assignment: REPO / "source" / assignment})
+    submissions = root / "submissions"
+    submissions.mkdir()
+    for name in names:
+        shutil.copy(FILES / assignment / "submissions" / f"{name}.ipynb", submissions)
+    result = grade(
+        assignment,
+        submissions=submissions,
+        course=course,
+        workers=2,
+        sandbox=sandbox_available(),
+        feedback=False,
+    )
+    return result.results
