@@ -257,6 +257,7 @@ def check_distribution(
     min_prob: float = 0.01,
     label: str = "outcome",
     mistakes: Mapping[str, tuple[Mapping[Any, float], str]] | None = None,
+    advice: str = "",
 ) -> None:
     """Fail unless the empirical distribution of ``counts`` is near ``probs`` in L1 distance.
 
@@ -300,11 +301,13 @@ def check_distribution(
     gaps = sorted(range(len(keys)), key=lambda i: -abs(observed[i] - expected[i]))[:3]
     shown = ", ".join(f"{keys[i]!r} {observed[i]:.3g} vs {expected[i]:.3g}" for i in gaps)
     hint = ""
-    for name, (dist, advice) in (mistakes or {}).items():
+    for name, (dist, why) in (mistakes or {}).items():
         other = coarse(dist, 1.0)
         if sum(abs(o - m) for o, m in zip(observed, other, strict=True)) < distance:
-            hint = f" The frequencies are nearer to {name}: {advice}."
+            hint = f" The frequencies are nearer to {name}: {why}."
             break
+    if not hint and advice:
+        hint = f" {advice[0].upper()}{advice[1:]}."
     raise AssertionError(
         f"{call}: the {label} frequencies are {distance:.3g} away from the expected "
         f"distribution in L1 distance, more than the tolerance {tol:.3g} (n = {n}; a correct "
@@ -405,7 +408,9 @@ def check_sequence_distribution(
         call=call,
         failure_prob=failure_prob / 2,
         label=f"{length}-character string",
-        mistakes=None,
+        advice="the usual causes are resampling from p instead of the residual, a q that is "
+        "not the (tempered) distribution the draft sampled from, tempering only one model, "
+        "and a context that keeps rejected drafted tokens",
     )
 
 
