@@ -38,12 +38,12 @@ __all__ = [
     "tokens",
 ]
 
-TARGET_ORDER, DRAFT_ORDER = 5, 2
+TARGET_ORDER, DRAFT_ORDER = 5, 3
 _MODELS_KEY = "_e74_models"
 
 
 def models(namespace: MutableMapping[str, Any] | None = None) -> tuple[Any, Any]:
-    """Return ``(target, draft)``: the lesson's order-5 and order-2 models, built once.
+    """Return ``(target, draft)``: the lesson's order-5 and order-3 models, built once.
 
     With a notebook namespace the pair is kept there (under ``_e74_models``) for the
     later test cells of the same kernel.
@@ -52,7 +52,7 @@ def models(namespace: MutableMapping[str, Any] | None = None) -> tuple[Any, Any]
     --------
     >>> target, draft = models()
     >>> target.order, draft.order
-    (5, 2)
+    (5, 3)
     """
     if namespace is not None and _MODELS_KEY in namespace:
         return namespace[_MODELS_KEY]
