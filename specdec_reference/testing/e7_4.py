@@ -301,11 +301,12 @@ def check_distribution(
     gaps = sorted(range(len(keys)), key=lambda i: -abs(observed[i] - expected[i]))[:3]
     shown = ", ".join(f"{keys[i]!r} {observed[i]:.3g} vs {expected[i]:.3g}" for i in gaps)
     hint = ""
+    nearest = distance
     for name, (dist, why) in (mistakes or {}).items():
         other = coarse(dist, 1.0)
-        if sum(abs(o - m) for o, m in zip(observed, other, strict=True)) < distance:
-            hint = f" The frequencies are nearer to {name}: {why}."
-            break
+        gap = sum(abs(o - m) for o, m in zip(observed, other, strict=True))
+        if gap < nearest:  # the mistake nearest to what was observed, if nearer than probs
+            nearest, hint = gap, f" The frequencies are nearer to {name}: {why}."
     if not hint and advice:
         hint = f" {advice[0].upper()}{advice[1:]}."
     raise AssertionError(
