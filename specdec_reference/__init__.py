@@ -20,8 +20,8 @@ The hidden tests' helpers are not part of it: they live in
 :mod:`specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
 """
 
-from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
 from . import ngram
+from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
 from .analysis import expected_tokens, optimal_k, speed_estimate, speedup, walltime_improvement
 from .decoding import (
     draft,

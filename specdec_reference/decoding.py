@@ -463,4 +463,3 @@ def prefix_distribution(
         ]
     )
     return first.reshape((-1,) + (1,) * (length - 1)) * rows
-

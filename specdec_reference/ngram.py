@@ -243,8 +243,9 @@ class NGramModel:
         """
         full = [*context, *tokens]
         start = len(full) - len(tokens)
-        return np.stack([self._distribution(self._history(full[: start + i])) for i in
-                         range(len(tokens) + 1)])
+        return np.stack(
+            [self._distribution(self._history(full[: start + i])) for i in range(len(tokens) + 1)]
+        )
 
 
 def train_ngram(tokens: npt.ArrayLike, order: int, vocab_size: int = len(ALPHABET)) -> NGramModel:

@@ -271,7 +271,12 @@ EXTRA_MUTANTS = {
         {"test_speculative_decode_passes": "yet the decoder went on"},
     ),
     "temperature-divides-probabilities": (
-        {"with_temperature": "p = np.asarray(probs) / temperature\nreturn p / p.sum(-1, keepdims=True)"},
+        {
+            "with_temperature": """
+            p = np.asarray(probs) / temperature
+            return p / p.sum(-1, keepdims=True)
+            """
+        },
         {"test_with_temperature_values", "test_with_temperature_greedy_and_small"},
         {
             "test_with_temperature_values": "dividing the probabilities by T",
@@ -369,7 +374,9 @@ def test_the_notebook_models_give_the_reference_distributions():
         context = ns["encode"](text[start : start + int(rng.integers(0, 10))])
         for mine, ref in ((ns["target_model"], target), (ns["draft_model"], draft_model)):
             assert np.array_equal(mine.probs(context), ref.probs(context))
-            assert np.array_equal(mine.probs_along(context, [5, 6]), ref.probs_along(context, [5, 6]))
+            assert np.array_equal(
+                mine.probs_along(context, [5, 6]), ref.probs_along(context, [5, 6])
+            )
 
 
 GRADED_PHRASES = {
@@ -410,7 +417,9 @@ def test_docstring_examples_hold_for_the_reference_solutions():
 
 def test_visible_asserts_never_depend_on_hidden_helpers():
     for gid, cell in TEST_CELLS.items():
-        visible = re.sub(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", cell.source, flags=re.S)
+        visible = re.sub(
+            r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", cell.source, flags=re.S
+        )
         for name in ("_e74", "_checks", "_ref", "_np"):
             assert name not in visible, f"{gid}: the visible part uses {name}"
 
@@ -422,4 +431,3 @@ def test_the_cells_calling_reference_callees_read_no_substituted_name():
         names = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
         assert not (names & substituted), f"{gid} reads {names & substituted}"
         substituted |= set(re.findall(r'use_reference_for_cell\(globals\(\), "(\w+)"', cell.source))
-

@@ -125,7 +125,9 @@ def _rows(got: Any, shape: tuple[int, int], call: str) -> np.ndarray:
 
 
 def _max_gap(a: np.ndarray, b: np.ndarray) -> float:
-    return max((abs(float(x) - float(y)) for x, y in zip(a.ravel(), b.ravel())), default=0.0)
+    return max(
+        (abs(float(x) - float(y)) for x, y in zip(a.ravel(), b.ravel(), strict=True)), default=0.0
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -192,7 +194,12 @@ def check_with_temperature(fn: Callable[..., Any], probs: Any, temperature: floa
 
 
 def check_draft_rows(
-    fn: Callable[..., Any], model: Any, context: Sequence[int], k: int, temperature: float, seed: int
+    fn: Callable[..., Any],
+    model: Any,
+    context: Sequence[int],
+    k: int,
+    temperature: float,
+    seed: int,
 ) -> list[int]:
     """Run ``fn(model, context, k, rng, temperature)`` and check what it returned.
 
@@ -230,7 +237,10 @@ def check_draft_rows(
                 "T = 1 while sampling at T: return the tempered row you sampled from, or "
                 "the accept step tests the wrong q and the output is no longer exact."
             )
-        if i and _max_gap(rows[i], decoding.with_temperature(model.probs(given), temperature)) < 1e-9:
+        if (
+            i
+            and _max_gap(rows[i], decoding.with_temperature(model.probs(given), temperature)) < 1e-9
+        ):
             raise AssertionError(
                 f"{call}: row {i} is the distribution after the context alone. Token {i} "
                 "continues the tokens drafted before it: extend the context with each one."
@@ -279,8 +289,8 @@ def check_distribution(
     ...
     AssertionError: 1000 draws: the outcome frequencies are 0.4 away from the expected
     distribution in L1 distance, more than the tolerance 0.198 (n = 1000; a correct
-    sampler lands outside with probability below 1e-06). Largest gaps: 'a' 0.7 vs 0.5,
-    'b' 0.3 vs 0.5.
+    sampler lands outside with probability below 1e-06). Largest gaps: 'b' 0.3 vs 0.5,
+    'a' 0.7 vs 0.5.
     """
     n = sum(int(c) for c in counts.values())
     if n < 1:
@@ -383,8 +393,9 @@ def check_sequence_distribution(
     counts: dict[str, int] = {}
     firsts: dict[str, int] = {}
     for _ in range(runs):
-        got = call_or_fail(fn, target, draft_model, list(context), length, k, rng, temperature,
-                           call=call)
+        got = call_or_fail(
+            fn, target, draft_model, list(context), length, k, rng, temperature, call=call
+        )
         if not isinstance(got, (tuple, list)) or len(got) != 2:
             raise AssertionError(f"{call}: a run returned {got!r}, expected (tokens, stats).")
         text = ngram.decode(tokens(got[0], call)[:length])
@@ -393,7 +404,9 @@ def check_sequence_distribution(
         counts[text] = counts.get(text, 0) + 1
         firsts[text[0]] = firsts.get(text[0], 0) + 1
     exact = decoding.prefix_distribution(target, context, length, temperature)
-    probs = {ngram.decode(ix): float(exact[ix]) for ix in zip(*np.nonzero(exact >= 1e-4))}
+    probs = {
+        ngram.decode(ix): float(exact[ix]) for ix in zip(*np.nonzero(exact >= 1e-4), strict=True)
+    }
     first = decoding.with_temperature(target.probs(context), temperature)
     check_distribution(
         firsts,
@@ -446,8 +459,9 @@ def check_decode_passes(
         f"np.random.default_rng({seed}), temperature={temperature})"
     )
     given = list(context)
-    got = call_or_fail(fn, rec_target, rec_draft, given, n, k, np.random.default_rng(seed),
-                       temperature, call=call)
+    got = call_or_fail(
+        fn, rec_target, rec_draft, given, n, k, np.random.default_rng(seed), temperature, call=call
+    )
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise AssertionError(f"{call} returned {got!r}, expected (tokens, stats).")
     out = tokens(got[0], call)
@@ -477,9 +491,11 @@ def check_decode_passes(
     for i, ((_, ctx, drafted), row) in enumerate(zip(passes, stats, strict=True)):
         where = f"{call}, pass {i + 1}"
         if len(row) != 3:
-            raise AssertionError(f"{where}: stats row {row}, expected (drafted, accepted, emitted).")
+            raise AssertionError(
+                f"{where}: stats row {row}, expected (drafted, accepted, emitted)."
+            )
         if ctx != context + produced:
-            extra = ngram.decode(ctx[len(context):])
+            extra = ngram.decode(ctx[len(context) :])
             raise AssertionError(
                 f"{where}: the target was run on the context prompt + {extra!r}, but the "
                 f"text so far is prompt + {ngram.decode(produced)!r}. That is the "
@@ -524,10 +540,13 @@ def check_greedy_equivalence(
 ) -> None:
     """Fail unless ``fn`` at temperature 0 reproduces plain greedy decoding with the target."""
     context = ngram.encode(prompt)
-    call = f"speculative_decode(target_model, draft_model, {prompt!r}, n={n}, k={k}, rng, " \
+    call = (
+        f"speculative_decode(target_model, draft_model, {prompt!r}, n={n}, k={k}, rng, "
         "temperature=0)"
-    got = call_or_fail(fn, target, draft_model, list(context), n, k, np.random.default_rng(0),
-                       0.0, call=call)
+    )
+    got = call_or_fail(
+        fn, target, draft_model, list(context), n, k, np.random.default_rng(0), 0.0, call=call
+    )
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise AssertionError(f"{call} returned {got!r}, expected (tokens, stats).")
     out = tokens(got[0], call)
@@ -543,9 +562,7 @@ def check_greedy_equivalence(
     )
 
 
-def check_stat(
-    fn: Callable[..., Any], stats: Sequence[tuple[int, int, int]], name: str
-) -> None:
+def check_stat(fn: Callable[..., Any], stats: Sequence[tuple[int, int, int]], name: str) -> None:
     """Compare ``measured_alpha`` or ``tokens_per_pass`` on ``stats`` with the reference."""
     call = f"{name}({list(stats)})"
     got = call_or_fail(fn, [tuple(s) for s in stats], call=call)
