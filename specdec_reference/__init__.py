@@ -9,14 +9,29 @@ The hidden tests of the course score learners against these functions.
   ``speculative_step``, ``greedy_step``);
 - :mod:`~specdec_reference.analysis`: expected tokens per pass and speed
   (``expected_tokens``, ``speed_estimate``, ``speedup``, ``walltime_improvement``,
-  ``optimal_k``).
+  ``optimal_k``);
+- :mod:`~specdec_reference.ngram`: character n-gram models trained on the standard
+  library (``train_ngram``, ``encode``, ``decode``, ``corpus_text``);
+- :mod:`~specdec_reference.decoding`: the whole decoder (``with_temperature``,
+  ``draft``, ``generate``, ``speculative_decode``, ``measured_alpha``,
+  ``tokens_per_pass``, ``prefix_distribution``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
 """
 
+from . import ngram
 from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
 from .analysis import expected_tokens, optimal_k, speed_estimate, speedup, walltime_improvement
+from .decoding import (
+    draft,
+    generate,
+    measured_alpha,
+    prefix_distribution,
+    speculative_decode,
+    tokens_per_pass,
+    with_temperature,
+)
 from .sampling import empirical_acceptance, greedy_step, propose_and_test, speculative_step
 
 __all__ = [
@@ -33,4 +48,12 @@ __all__ = [
     "speedup",
     "walltime_improvement",
     "optimal_k",
+    "ngram",
+    "with_temperature",
+    "draft",
+    "generate",
+    "speculative_decode",
+    "measured_alpha",
+    "tokens_per_pass",
+    "prefix_distribution",
 ]

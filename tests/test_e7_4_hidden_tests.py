@@ -1,0 +1,433 @@
+"""Lesson E7.4: the hidden tests grade fairly, catch every mistake once and say which one.
+
+The source notebook's test cells run here in this process (``lesson_support.Lesson``),
+after learner code built from solution bodies (the samples' and the extra mutants
+below).  Which cells each sample loses is checked through the real grader by
+test_lessons.py (``expected.json``); here the messages are checked, and mutants without a
+sample notebook.  The reference's own tests are in test_reference_decoding.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import re
+
+import numpy as np
+import pytest
+from lesson_support import Lesson, failing
+
+#: Ungraded cells the test cells' visible parts rely on (models, generate, layer, verify).
+LESSON = Lesson(
+    "e7_4_end_to_end",
+    support_cells={
+        "code-setup",
+        "code-models",
+        "code-generate",
+        "code-verify",
+        "code-expected-tokens",
+    },
+)
+SCENARIOS = LESSON.scenarios
+EXPECTED = LESSON.expected
+TEST_CELLS = LESSON.test_cells
+SOLUTION_CELLS = LESSON.solution_cells
+DECODE_CELLS = {g for g in TEST_CELLS if g.startswith("test_speculative_decode")}
+EXACT = ("test_speculative_decode_exact", "test_speculative_decode_exact_at_temperature")
+
+
+def execute(bodies=None, *, only=None, replace=None):
+    return LESSON.run(bodies, only=only, replace=replace).outcomes
+
+
+def lost_cells(scenario: str) -> set[str]:
+    return {gid for gid, points in EXPECTED[scenario].items() if points == 0}
+
+
+# ---------------------------------------------------------------------------
+# Correct solutions get full marks
+# ---------------------------------------------------------------------------
+
+
+def test_the_reference_solutions_pass_every_test_cell():
+    outcomes = execute()
+    assert set(outcomes) == set(TEST_CELLS)
+    assert failing(outcomes) == {}
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.startswith("variant-")])
+def test_correct_variants_pass_every_test_cell(scenario):
+    """Python lists and loops, numpy arrays everywhere, the learner's own verify step."""
+    assert failing(execute(SCENARIOS[scenario])) == {}
+
+
+# Correct, but draws each token with the Gumbel-max trick (V uniforms per token) instead
+# of rng.choice: only the seeded cell (1 point) may tell it from the reference.
+DRAFT_OTHER_DRAWS = """
+running, tokens, rows = list(context), [], []
+for _ in range(k):
+    q = with_temperature(draft_model.probs(running), temperature)
+    with np.errstate(divide="ignore"):
+        token = int(np.argmax(np.log(q) - np.log(-np.log(rng.random(len(q))))))
+    tokens.append(token)
+    rows.append(q)
+    running.append(token)
+return tokens, np.array(rows).reshape(k, len(q) if rows else draft_model.vocab_size)
+"""
+
+# Correct, but draws every uniform of a pass first (k + 1 of them) and inverts the CDF
+# itself: no seeded cell grades speculative_decode, so it keeps every point.
+DECODE_OTHER_DRAWS = """
+out, stats = [], []
+while len(out) < n:
+    context = list(prompt) + out
+    drafted, q = draft(draft_model, context, k, rng, temperature)
+    p = with_temperature(target_model.probs_along(context, drafted), temperature)
+    u = rng.random(k + 1)
+    emitted = []
+    for i, x in enumerate(drafted):
+        if u[i] * q[i][x] < p[i][x]:
+            emitted.append(x)
+            continue
+        residual = np.maximum(0.0, p[i] - q[i])
+        cdf = np.cumsum(residual)
+        emitted.append(int(min(np.searchsorted(cdf, u[k] * cdf[-1], side="right"), len(cdf) - 1)))
+        break
+    else:
+        cdf = np.cumsum(p[k])
+        emitted.append(int(min(np.searchsorted(cdf, u[k] * cdf[-1], side="right"), len(cdf) - 1)))
+    out += emitted
+    stats.append((k, len(emitted) - 1, len(emitted)))
+return out[:n], stats
+"""
+
+
+def test_a_draft_with_another_draw_method_loses_only_the_seeded_point():
+    draft_cells = {g for g in TEST_CELLS if g.startswith("test_draft")}
+    lost = failing(execute({"draft": DRAFT_OTHER_DRAWS}, only=draft_cells))
+    assert set(lost) == {"test_draft_seeded"}, lost
+    assert "one rng.choice(V, p=q_i) per token" in lost["test_draft_seeded"]
+
+
+def test_a_decoder_with_another_draw_order_keeps_every_point():
+    assert failing(execute({"speculative_decode": DECODE_OTHER_DRAWS}, only=DECODE_CELLS)) == {}
+
+
+def test_broken_callees_cost_nothing_in_the_decoder_cells():
+    """No cascade: draft and with_temperature are the reference's in the decoder's cells."""
+    broken = {"draft": "raise NotImplementedError()", "with_temperature": "return probs"}
+    assert failing(execute(broken, only=DECODE_CELLS)) == {}
+
+
+def test_a_broken_improvement_factor_costs_nothing_in_the_best_k_cells():
+    cells = {g for g in TEST_CELLS if g.startswith(("test_improvement", "test_best_k"))}
+    lost = failing(execute({"improvement_factor": "return 0.0"}, only=cells))
+    assert set(lost) == {"test_improvement_factor_values", "test_improvement_factor_limits"}
+
+
+# ---------------------------------------------------------------------------
+# Each sample mistake loses its cells, and the message names it
+# ---------------------------------------------------------------------------
+
+#: {scenario: {lost cell: words its message must contain}}.
+SAMPLE_MESSAGES = {
+    "mistake-temperature-power-t": {
+        "test_with_temperature_values": "raising p to the power T instead of 1/T",
+        "test_with_temperature_greedy_and_small": "raising p to the power T",
+    },
+    "mistake-q-at-temperature-one": {
+        "test_draft_rows": "reporting q at T = 1 while sampling at T",
+    },
+    "mistake-draft-changes-context": {
+        "test_draft_rows": "changed the context list it was given",
+    },
+    "mistake-resample-from-p": {
+        "test_speculative_decode_exact": "resampling from p instead of the residual",
+        "test_speculative_decode_exact_at_temperature": "resampling from p instead of the residual",
+    },
+    "mistake-no-bonus-token": {
+        "test_speculative_decode_passes": "the draft without the bonus token",
+    },
+    "mistake-no-cache-rollback": {
+        "test_speculative_decode_passes": "cache-rollback mistake",
+        "test_speculative_decode_exact": "probability below",
+        "test_speculative_decode_exact_at_temperature": "probability below",
+        "test_speculative_decode_greedy": "plain greedy decoding",
+    },
+    "mistake-alpha-over-drafted": {"test_measured_alpha_values": "accepted over drafted tokens"},
+    "mistake-closed-form-at-one": {"test_improvement_factor_limits": "closed form is 0/0"},
+    "mistake-best-k-from-one": {
+        "test_best_k_values": "starting the search at k = 1",
+        "test_best_k_limits": "smallest k on ties",
+    },
+}
+
+
+def test_every_sample_mistake_has_its_messages():
+    mistakes = {s for s in SCENARIOS if s.startswith("mistake-")} - {"mistake-imports-reference"}
+    assert mistakes == set(SAMPLE_MESSAGES)
+    for scenario, messages in SAMPLE_MESSAGES.items():
+        assert set(messages) == lost_cells(scenario), scenario
+
+
+@pytest.mark.parametrize("scenario", sorted(SAMPLE_MESSAGES))
+def test_each_sample_mistake_fails_its_cells_with_a_message_naming_it(scenario):
+    expected = SAMPLE_MESSAGES[scenario]
+    lost = failing(execute(SCENARIOS[scenario], only=set(expected)))
+    assert set(lost) == set(expected)
+    for gid, words in expected.items():
+        assert words in lost[gid], f"{gid}: {lost[gid]}"
+
+
+def test_a_notebook_importing_the_reference_fails_every_cell():
+    lost = failing(execute(SCENARIOS["mistake-imports-reference"]))
+    assert set(lost) == set(TEST_CELLS)
+    assert all("reference implementation" in m for m in lost.values())
+
+
+# Mistakes without a sample notebook: {name: (bodies, cells to run, {lost cell: words})}.
+# At T = 1 tempering changes nothing, so the temperature mutants skip the T = 1 cell.
+AT_TEMPERATURE = DECODE_CELLS - {EXACT[0]}
+EXTRA_MUTANTS = {
+    # Samples its own draft at T, but gives verify the untempered q.
+    "decoder-tests-q-at-temperature-one": (
+        {
+            "speculative_decode": """
+            out, stats = [], []
+            while len(out) < n:
+                context = list(prompt) + out
+                running, drafted, rows = list(context), [], []
+                for _ in range(k):
+                    raw = draft_model.probs(running)
+                    x = int(rng.choice(len(raw), p=with_temperature(raw, temperature)))
+                    drafted.append(x)
+                    rows.append(raw)
+                    running.append(x)
+                p = with_temperature(target_model.probs_along(context, drafted), temperature)
+                emitted = verify(p, np.array(rows), drafted, rng)
+                out += emitted
+                stats.append((k, len(emitted) - 1, len(emitted)))
+            return out[:n], stats
+            """
+        },
+        AT_TEMPERATURE,
+        {"test_speculative_decode_exact_at_temperature": "q at temperature 1 while sampling at T"},
+    ),
+    # Tempers the draft but scores with the untempered target.
+    "decoder-tempers-only-the-draft": (
+        {
+            "speculative_decode": """
+            out, stats = [], []
+            while len(out) < n:
+                context = list(prompt) + out
+                drafted, q = draft(draft_model, context, k, rng, temperature)
+                emitted = verify(target_model.probs_along(context, drafted), q, drafted, rng)
+                out += emitted
+                stats.append((k, len(emitted) - 1, len(emitted)))
+            return out[:n], stats
+            """
+        },
+        AT_TEMPERATURE,
+        {
+            "test_speculative_decode_exact_at_temperature": "probability below",
+            "test_speculative_decode_greedy": "plain greedy decoding",
+        },
+    ),
+    # Correct text, but one target call per position instead of one pass.
+    "decoder-calls-the-target-per-position": (
+        {
+            "speculative_decode": """
+            out, stats = [], []
+            while len(out) < n:
+                context = list(prompt) + out
+                drafted, q = draft(draft_model, context, k, rng, temperature)
+                rows = [target_model.probs(context + drafted[:i]) for i in range(k + 1)]
+                p = with_temperature(np.array(rows), temperature)
+                emitted = verify(p, q, drafted, rng)
+                out += emitted
+                stats.append((k, len(emitted) - 1, len(emitted)))
+            return out[:n], stats
+            """
+        },
+        {"test_speculative_decode_passes", "test_speculative_decode_greedy"},
+        {"test_speculative_decode_passes": "one target_model.probs_along(context, drafted) call"},
+    ),
+    # Goes on drafting after n tokens are out.
+    "decoder-one-pass-too-many": (
+        {
+            "speculative_decode": """
+            out, stats = [], []
+            while len(out) <= n:
+                context = list(prompt) + out
+                drafted, q = draft(draft_model, context, k, rng, temperature)
+                p = with_temperature(target_model.probs_along(context, drafted), temperature)
+                emitted = verify(p, q, drafted, rng)
+                out += emitted
+                stats.append((k, len(emitted) - 1, len(emitted)))
+            return out[:n], stats
+            """
+        },
+        {"test_speculative_decode_passes"},
+        {"test_speculative_decode_passes": "yet the decoder went on"},
+    ),
+    "temperature-divides-probabilities": (
+        {
+            "with_temperature": """
+            p = np.asarray(probs) / temperature
+            return p / p.sum(-1, keepdims=True)
+            """
+        },
+        {"test_with_temperature_values", "test_with_temperature_greedy_and_small"},
+        {
+            "test_with_temperature_values": "dividing the probabilities by T",
+            "test_with_temperature_greedy_and_small": "returned",
+        },
+    ),
+    "draft-rows-from-the-context-alone": (
+        {
+            "draft": """
+            q = with_temperature(draft_model.probs(context), temperature)
+            return [int(rng.choice(len(q), p=q)) for _ in range(k)], np.tile(q, (k, 1))
+            """
+        },
+        {"test_draft_rows"},
+        {"test_draft_rows": "extend the context with each one"},
+    ),
+    "tokens-per-pass-without-the-target-token": (
+        {"tokens_per_pass": "return sum(a for _, a, _ in stats) / len(stats)"},
+        {"test_tokens_per_pass_values"},
+        {"test_tokens_per_pass_values": "without the target's own token"},
+    ),
+    "improvement-factor-without-the-target-step": (
+        {"improvement_factor": "return sum(alpha**i for i in range(k + 1)) / max(k * c, 1e-300)"},
+        {"test_improvement_factor_values"},
+        {"test_improvement_factor_values": "the pass also costs one target step"},
+    ),
+    "best-k-ties-to-the-largest": (
+        {
+            "best_k": """
+            best, value = 0, improvement_factor(alpha, 0, c)
+            for k in range(1, k_max + 1):
+                if improvement_factor(alpha, k, c) >= value:
+                    best, value = k, improvement_factor(alpha, k, c)
+            return best
+            """
+        },
+        {"test_best_k_values", "test_best_k_limits"},
+        {"test_best_k_limits": "smallest k on ties"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_MUTANTS))
+def test_extra_mutants_lose_exactly_their_cells(name):
+    bodies, cells, expected = EXTRA_MUTANTS[name]
+    lost = failing(execute(bodies, only=cells))
+    assert set(lost) == set(expected), lost
+    for gid, words in expected.items():
+        assert words in lost[gid], f"{gid}: {lost[gid]}"
+
+
+# ---------------------------------------------------------------------------
+# The statistical checks: other seeds, stated bounds
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("offset", [1000])
+def test_the_exactness_checks_fail_resampling_from_p_for_other_seeds(offset):
+    """The reference decoder passes the same checks for many seeds: test_reference_decoding."""
+    seeds = {f"seed={s}": f"seed={s + offset}" for s in (7430, 7431)}
+    lost = failing(execute(SCENARIOS["mistake-resample-from-p"], only=set(EXACT), replace=seeds))
+    assert set(lost) == set(EXACT)
+
+
+def test_the_statistical_cells_state_a_false_failure_probability_below_one_in_a_million():
+    for gid in EXACT:
+        cell = TEST_CELLS[gid].source
+        assert "failure_prob=9e-7" in cell and "below 1e-6" in cell
+        assert "adds less than 4e-9" in cell and "< 0.13" in cell and "range(600)" in cell
+    assert 9e-7 + 2 * np.exp(-2 * 600 * 0.13**2) < 1e-6
+    cell = TEST_CELLS["test_draft_follows_q"].source
+    assert "failure_prob=9e-7" in cell and "< 0.1" in cell and "range(1000)" in cell
+    assert 9e-7 + 2 * np.exp(-2 * 1000 * 0.1**2) < 1e-6
+
+
+# ---------------------------------------------------------------------------
+# The notebook's models are the reference's; docstrings; visible parts
+# ---------------------------------------------------------------------------
+
+
+def test_the_notebook_models_give_the_reference_distributions():
+    """The visible helper and specdec_reference.ngram build the same models, bit for bit."""
+    from specdec_reference.testing import e7_4
+
+    ns = LESSON.run(only=set()).namespace
+    target, draft_model = e7_4.models()
+    assert ns["ALPHABET"] == e7_4.ngram.ALPHABET
+    assert ns["draft_model"].order == draft_model.order == e7_4.DRAFT_ORDER
+    assert ns["target_model"].order == target.order == e7_4.TARGET_ORDER
+    rng = np.random.default_rng(0)
+    text = e7_4.ngram.corpus_text()
+    assert ns["encode"](text) == e7_4.ngram.encode(text)
+    for _ in range(200):
+        start = int(rng.integers(0, len(text) - 12))
+        context = ns["encode"](text[start : start + int(rng.integers(0, 10))])
+        for mine, ref in ((ns["target_model"], target), (ns["draft_model"], draft_model)):
+            assert np.array_equal(mine.probs(context), ref.probs(context))
+            assert np.array_equal(
+                mine.probs_along(context, [5, 6]), ref.probs_along(context, [5, 6])
+            )
+
+
+GRADED_PHRASES = {
+    "with_temperature": ["p ** (1 / T)", "first maximum", "1e-9", "(m, V)", "T = 0.01"],
+    "draft": ["rng.choice(V, p=q_i)", "Must not be modified", "Make no other draws", "(1 point)"],
+    "speculative_decode": [
+        "exactly one target_model.probs_along(context, drafted) call",
+        "(drafted, accepted, emitted)",
+        "T = 1 and T = 0.5",
+        "plain greedy decoding",
+        "replaced by correct ones",
+    ],
+    "measured_alpha": ["tested", "accepted + 1"],
+    "tokens_per_pass": ["sum of emitted / number of passes"],
+    "improvement_factor": ["(k + 1) / (k * c + 1)", "relative 1e-9"],
+    "best_k": ["0..k_max", "smallest such k on ties"],
+}
+
+
+@pytest.mark.parametrize("grade_id", sorted(GRADED_PHRASES))
+def test_each_docstring_states_the_graded_behaviour(grade_id):
+    source = SOLUTION_CELLS[grade_id].source
+    docstring = " ".join(source[source.index('"""') : source.index("### BEGIN SOLUTION")].split())
+    for phrase in GRADED_PHRASES[grade_id]:
+        assert phrase in docstring, f"{grade_id}: missing {phrase!r}"
+
+
+def test_docstring_examples_hold_for_the_reference_solutions():
+    ns = LESSON.run(only=set()).namespace
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    examples = 0
+    for grade_id in GRADED_PHRASES:
+        for test in doctest.DocTestFinder().find(ns[grade_id], grade_id, globs=dict(ns)):
+            examples += len(test.examples)
+            runner.run(test, out=lambda _text: None)
+    assert examples >= len(GRADED_PHRASES) and runner.failures == 0
+
+
+def test_visible_asserts_never_depend_on_hidden_helpers():
+    for gid, cell in TEST_CELLS.items():
+        visible = re.sub(
+            r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", cell.source, flags=re.S
+        )
+        for name in ("_e74", "_checks", "_ref", "_np"):
+            assert name not in visible, f"{gid}: the visible part uses {name}"
+
+
+def test_the_cells_calling_reference_callees_read_no_substituted_name():
+    """The grader flags a test cell that reads a name an earlier test cell rebound."""
+    substituted = set()
+    for gid, cell in TEST_CELLS.items():
+        names = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
+        assert not (names & substituted), f"{gid} reads {names & substituted}"
+        substituted |= set(re.findall(r'use_reference_for_cell\(globals\(\), "(\w+)"', cell.source))
