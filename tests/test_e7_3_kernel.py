@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_3_accept_step"
 SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
-GRADED = ("mistake-residual-not-normalized", "mistake-resample-from-p")
+GRADED = ("mistake-residual-not-normalized", "mistake-resample-from-p", "mistake-bonus-by-argmax")
 
 pytestmark = pytest.mark.kernel
 
@@ -50,3 +50,12 @@ def test_the_wrong_recovery_fails_the_distribution_check_with_a_message_naming_i
     message = cells["test_speculative_step_follows_target"]["message"]
     assert "resampling from p instead of the residual" in message
     assert "probability below" in message  # the false-failure bound is stated
+
+
+def test_the_argmax_bonus_fails_the_whole_output_check_with_a_message_naming_it(graded):
+    """Sampling, not argmax, keeps the output exact: the empty draft already tells."""
+    cells = _cells(graded["mistake-bonus-by-argmax"])
+    assert {gid: c["score"] for gid, c in cells.items()} == EXPECTED["mistake-bonus-by-argmax"]
+    message = cells["test_speculative_step_follows_target"]["message"]
+    assert "the argmax of target_probs[0] instead of a sample" in message
+    assert "probability below" in message

@@ -221,6 +221,42 @@ def test_run_all_on_the_solved_notebook_takes_under_3_seconds(assignment):
     )
 
 
+def _chapter_reference(assignment: str):
+    """The lesson's chapter reference: its Markdown cell, and the code cell after it."""
+    nb = nbformat.read(REPO / "source" / assignment / f"{notebook_name(assignment)}.ipynb", 4)
+    index = next(
+        (i for i, c in enumerate(nb.cells) if c.source.startswith("## Chapter reference")), None
+    )
+    return None if index is None else (nb.cells[index], nb.cells[index + 1])
+
+
+def test_the_chapter_reference_is_the_same_in_every_lesson_that_says_so():
+    """E7.2's section says it "is the same in every lesson of E7"; E7.3 has the same one."""
+    sections = {a: _chapter_reference(a) for a in LESSONS}
+    claimed = [a for a, s in sections.items() if s and "the same in every lesson" in s[0].source]
+    assert {"e7_2_acceptance_tests", "e7_3_accept_step"} <= set(claimed)
+    first = sections[claimed[0]]
+    for assignment in claimed:
+        markdown, code = sections[assignment]
+        assert markdown.source == first[0].source, assignment
+        # The code is the same but for its helper's name, which must not shadow a graded
+        # function of the lesson (E7.3 grades its own expected_tokens).
+        graded = {
+            c.metadata["nbgrader"]["grade_id"]
+            for c in cells_of(
+                nbformat.read(
+                    REPO / "source" / assignment / f"{notebook_name(assignment)}.ipynb", 4
+                ),
+                solution=True,
+            )
+        }
+        defined = set(re.findall(r"^def (\w+)", code.source, re.M))
+        assert not defined & graded, (assignment, defined & graded)
+        assert re.sub(r"\w*expected_tokens", "E", code.source) == re.sub(
+            r"\w*expected_tokens", "E", first[1].source
+        ), assignment
+
+
 @pytest.mark.parametrize("assignment", LESSONS)
 def test_sample_builder_says_how_to_generate_a_missing_release(tmp_path, assignment):
     script = REPO / "tests" / "files" / assignment / "build_samples.py"

@@ -125,6 +125,36 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return best[: stop + 1]
             """,
     },
+    # Renormalizes p and q before taking the residual: the same on distributions, which is
+    # all the docstring promises to pass.
+    "variant-renormalized-residual": {
+        "residual_distribution": """
+            p = np.asarray(p, dtype=float)
+            q = np.asarray(q, dtype=float)
+            p, q = p / p.sum(), q / q.sum()
+            excess = np.maximum(p - q, 0.0)
+            if not excess.sum() > 0:
+                raise ValueError("p <= q everywhere: no residual mass")
+            return excess / excess.sum()
+            """,
+    },
+    # --- correct, but another order of random draws: only the seeded point is lost ------
+    # The composition the task invites: spec_accept with all k uniforms drawn up front.
+    "other-draw-order-spec-accept-composition": {
+        "speculative_step": """
+            target_probs = np.asarray(target_probs, dtype=float)
+            draft_probs = np.asarray(draft_probs, dtype=float)
+            tokens = [int(x) for x in draft_tokens]
+            k, vocab = len(tokens), target_probs.shape[1]
+            p = [target_probs[i, x] for i, x in enumerate(tokens)]
+            q = [draft_probs[i, x] for i, x in enumerate(tokens)]
+            a = spec_accept(p, q, rng.random(k))
+            if a < k:
+                residual = residual_distribution(target_probs[a], draft_probs[a])
+                return tokens[:a] + [int(rng.choice(vocab, p=residual))]
+            return tokens + [int(rng.choice(vocab, p=target_probs[k]))]
+            """,
+    },
     # --- common mistakes -------------------------------------------------------------
     # Counts every token that passes on its own (the problem's brute force).
     "mistake-brute-force-count": {
@@ -203,6 +233,25 @@ SCENARIOS: dict[str, dict[str, str]] = {
                 residual = residual_distribution(target_probs[i], draft_probs[i])
                 emitted.append(int(rng.choice(vocab, p=residual)))
                 return emitted
+            return emitted
+            """,
+    },
+    # The bonus token as the most likely token of the last row instead of a sample.
+    "mistake-bonus-by-argmax": {
+        "speculative_step": """
+            target_probs = np.asarray(target_probs, dtype=float)
+            draft_probs = np.asarray(draft_probs, dtype=float)
+            vocab = target_probs.shape[1]
+            emitted = []
+            for i, x in enumerate(draft_tokens):
+                x = int(x)
+                if rng.random() < min(1.0, target_probs[i, x] / draft_probs[i, x]):
+                    emitted.append(x)
+                    continue
+                residual = residual_distribution(target_probs[i], draft_probs[i])
+                emitted.append(int(rng.choice(vocab, p=residual)))
+                return emitted
+            emitted.append(int(np.argmax(target_probs[len(draft_tokens)])))
             return emitted
             """,
     },
