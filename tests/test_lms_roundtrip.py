@@ -108,6 +108,18 @@ def test_canvas_download_to_canvas_gradebook_import(mini_course, notebooks, tmp_
     grades = {r["student"]: r for r in read_rows(mini_course / "reports/mini/grades.csv")}
     assert grades["77"]["status"] == "missing" and grades["77"]["score"] == "0"
 
+    # a later, partial download with the same roster: John's grade is kept, not "missing"
+    later = write_zip(
+        tmp_path / "later.zip",
+        canvas_download(
+            [CanvasUpload("Müller, Zoë", 5511, 1177002, "work.zip", zipped({"hw.ipynb": wrong}))]
+        ),
+    )
+    again = run_grade(mini_course, later, roster=roster)
+    assert again.results["48213"].score == 4 and again.results["48213"].status.value == "graded"
+    assert again.graded_now == [] and again.results["77"].status.value == "missing"
+    assert sorted(again.reused) == ["48213", "5511", "77"]
+
     before = roster.read_bytes()
     done = export("mini", to="canvas", course=mini_course, roster=roster)
     assert roster.read_bytes() == before  # the instructor's file is never written
