@@ -80,6 +80,13 @@ def test_public_api_is_exported_with_all():
             "speedup",
             "walltime_improvement",
             "optimal_k",
+            "with_temperature",
+            "draft",
+            "generate",
+            "speculative_decode",
+            "measured_alpha",
+            "tokens_per_pass",
+            "prefix_distribution",
         ]
     )
     for name in ref.__all__:
