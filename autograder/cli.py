@@ -11,7 +11,14 @@ import inspect
 import sys
 from pathlib import Path
 
-from autograder.course import UsageError
+from autograder.course import UsageError, find_course
+from autograder.demo import demo
+from autograder.feedback import feedback
+from autograder.grade import grade
+from autograder.lab import lab
+from autograder.release import ReleaseError, release
+from autograder.render.terminal import ProgressPrinter, print_summary
+from autograder.report import report
 
 
 def _default(fn, name):
@@ -19,8 +26,6 @@ def _default(fn, name):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from autograder.grade import grade
-
     parser = argparse.ArgumentParser(
         prog="specdec-course",
         description="Release and grade the chapter E7 (speculative decoding) assignments.",
@@ -109,68 +114,74 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _dispatch(args) -> int:
-    from autograder.course import find_course
+def _dispatch(args: argparse.Namespace) -> int:
+    return COMMANDS[args.command](args)
 
-    if args.command == "release":
-        from autograder.release import ReleaseError, release
 
-        try:
-            reports = release(
-                args.assignment, course=args.course, all=args.all, check=not args.no_check
-            )
-        except ReleaseError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-        for r in reports:
-            checks = ""
-            for nb, (score, total) in r.source_scores.items():
-                blank = r.release_scores.get(nb, (0, total))[0]
-                checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
-            for path in r.notebooks:
-                print(f"released {path.relative_to(find_course(args.course))}{checks}")
-        return 0
-    if args.command == "grade":
-        from autograder.grade import grade
-        from autograder.progress import ProgressPrinter, print_summary
-
-        with ProgressPrinter() as progress:
-            result = grade(
-                args.assignment,
-                submissions=args.submissions,
-                course=args.course,
-                workers=args.workers,
-                timeout=args.timeout,
-                notebook_timeout=args.notebook_timeout,
-                sandbox=not args.no_sandbox,
-                force=args.force,
-                progress=progress,
-            )
-        print_summary(result)
-        return 0
-    if args.command == "feedback":
-        from autograder.feedback import feedback
-
-        paths = feedback(args.assignment, course=find_course(args.course), student=args.student)
-        for path in paths:
-            print(path)
-        return 0
-    if args.command == "report":
-        from autograder.report import report
-
-        print(report(args.assignment, course=find_course(args.course)))
-        return 0
-    if args.command == "demo":
-        from autograder.demo import demo
-
-        return demo(repo=args.course, workers=args.workers)
-    if args.command == "lab":
-        from autograder.lab import lab
-
-        return lab(
-            course=find_course(args.course), port=args.port, open_browser=not args.no_browser
+def _release(args: argparse.Namespace) -> int:
+    try:
+        reports = release(
+            args.assignment, course=args.course, all=args.all, check=not args.no_check
         )
-    raise AssertionError(args.command)
+    except ReleaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for r in reports:
+        checks = ""
+        for nb, (score, total) in r.source_scores.items():
+            blank = r.release_scores.get(nb, (0, total))[0]
+            checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
+        for path in r.notebooks:
+            print(f"released {path.relative_to(find_course(args.course))}{checks}")
+    return 0
+
+
+def _grade(args: argparse.Namespace) -> int:
+    with ProgressPrinter() as progress:
+        result = grade(
+            args.assignment,
+            submissions=args.submissions,
+            course=args.course,
+            workers=args.workers,
+            timeout=args.timeout,
+            notebook_timeout=args.notebook_timeout,
+            sandbox=not args.no_sandbox,
+            force=args.force,
+            progress=progress,
+        )
+    print_summary(result)
+    return 0
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    for path in feedback(args.assignment, course=find_course(args.course), student=args.student):
+        print(path)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    print(report(args.assignment, course=find_course(args.course)))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    return demo(repo=args.course, workers=args.workers)
+
+
+def _lab(args: argparse.Namespace) -> int:
+    return lab(course=find_course(args.course), port=args.port, open_browser=not args.no_browser)
+
+
+#: Every verb: the subcommand's name and the function that runs it on the parsed arguments.
+#: A new verb adds its subparser in :func:`build_parser` and its entry here.
+COMMANDS = {
+    "release": _release,
+    "grade": _grade,
+    "feedback": _feedback,
+    "report": _report,
+    "demo": _demo,
+    "lab": _lab,
+}
 
 
 if __name__ == "__main__":

@@ -1,10 +1,17 @@
-"""The nbgrader course directory: where it is, its configuration, its assignments."""
+"""The nbgrader course directory: where it is, its configuration, its assignments.
+
+Also the one place that opens nbgrader on a course: :func:`nbgrader_api` and
+:func:`gradebook`, for the course itself or a job's scratch copy of it.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from nbgrader.api import Gradebook
+from nbgrader.apps import NbGraderAPI
+from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
@@ -49,6 +56,16 @@ def db_url(course: Path, config: Config) -> str:
     """The gradebook URL: ``CourseDirectory.db_url`` if configured, else ``gradebook.db``."""
     url = config.CourseDirectory.get("db_url")
     return str(url) if url else f"sqlite:///{course / 'gradebook.db'}"
+
+
+def nbgrader_api(config: Config) -> NbGraderAPI:
+    """nbgrader's Python API on the course that ``config`` describes."""
+    return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
+
+
+def gradebook(url: str, config: Config) -> Gradebook:
+    """The gradebook at ``url`` for the configured course id (use it as a context manager)."""
+    return Gradebook(url, config.CourseDirectory.course_id)
 
 
 def assignments(course: Path) -> list[str]:

@@ -14,16 +14,18 @@ from pathlib import Path
 from rich.console import Console
 
 from autograder.course import assignments
+from autograder.grade import grade
+from autograder.release import release
+from autograder.render.terminal import ProgressPrinter, print_summary
+from autograder.report import report
+from autograder.sandbox import sandbox_problem
+from specdec_reference import expected_tokens, overall_acceptance, speed_estimate, speedup
 
 
 def demo(
     *, repo: Path | str | None = None, workers: int | None = None, console: Console | None = None
 ) -> int:
     """Run the demo; return the exit code (0 when everything ran)."""
-    from autograder.grade import grade
-    from autograder.progress import ProgressPrinter, print_summary
-    from autograder.release import release
-
     console = console or Console(soft_wrap=True)
     repo = Path(repo).resolve() if repo else Path(__file__).resolve().parents[1]
     course = repo / ".demo"
@@ -59,10 +61,6 @@ def demo(
                 progress=progress,
             )
         print_summary(result, console)
-        try:
-            from autograder.report import report
-        except ImportError:
-            continue
         page = report(assignment, course=course)
         pages = sorted((course / "feedback").glob(f"*/{assignment}/*.html"))
         # a page with failures to read shows more than the blank or the reference one
@@ -77,12 +75,7 @@ def demo(
 
 
 def _sandbox_ok(console: Console) -> bool:
-    try:
-        from autograder.sandbox import sandbox_problem
-    except ImportError:
-        problem = "the sandbox module is not installed"
-    else:
-        problem = sandbox_problem()
+    problem = sandbox_problem()
     if problem:
         console.print(
             f"[yellow]sandbox unavailable ({problem}); the demo grades the repository's "
@@ -93,8 +86,6 @@ def _sandbox_ok(console: Console) -> bool:
 
 def _worked_example(console: Console) -> None:
     """The chapter's worked example, computed by the reference implementation."""
-    from specdec_reference import expected_tokens, overall_acceptance, speed_estimate, speedup
-
     e_n = expected_tokens(0.8, 4)
     rate = speed_estimate(0.8, 4, 0.012, 0.001)
     console.rule("[bold]chapter E7 worked example (specdec_reference)")

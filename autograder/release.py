@@ -20,7 +20,18 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import UsageError, assignments, find_course, load_config, scratch_dir
+from autograder.course import (
+    UsageError,
+    assignments,
+    find_course,
+    load_config,
+    nbgrader_api,
+    scratch_dir,
+)
+from autograder.grading.job import Job
+from autograder.grading.pool import run_jobs
+from autograder.grading.template import build_template, template_test_cells
+from autograder.sandbox import sandbox_problem
 
 #: Text that must never reach learners.
 FORBIDDEN = (
@@ -72,9 +83,6 @@ def release(
 def _release_one(
     root: Path, assignment: str, *, check: bool, sandbox: bool | None
 ) -> ReleaseReport:
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-
     if not (root / "source" / assignment).is_dir():
         raise UsageError(
             f"unknown assignment {assignment!r} (known: {', '.join(assignments(root))})"
@@ -83,8 +91,7 @@ def _release_one(
     try:
         config = load_config(root)
         config.CourseDirectory.release_directory = str(staging.relative_to(root))
-        api = NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
-        outcome = api.generate_assignment(assignment, force=True, create=True)
+        outcome = nbgrader_api(config).generate_assignment(assignment, force=True, create=True)
         if not outcome.get("success"):
             raise ReleaseError(
                 f"nbgrader could not generate {assignment}:\n{outcome.get('log', '')}"
@@ -176,17 +183,8 @@ def _self_check(
     root: Path, assignment: str, generated: Path, report: ReleaseReport, sandbox: bool | None
 ) -> list[str]:
     """Autograde the source (must get full marks) and the release (must get zero)."""
-    from autograder.grade import build_template, template_test_cells
-    from autograder.pool import run_jobs
-    from autograder.workers import Job
-
     if sandbox is None:
-        try:
-            from autograder.sandbox import sandbox_problem
-
-            sandbox = sandbox_problem() is None
-        except ImportError:
-            sandbox = False
+        sandbox = sandbox_problem() is None
     template, _ = build_template(root, assignment)
     problems = []
     run_root = Path(tempfile.mkdtemp(prefix="selfcheck-", dir=scratch_dir(root)))
@@ -210,25 +208,25 @@ def _self_check(
             raise UsageError("multi-notebook assignments are not supported by the self-check")
         for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
             cells = template_test_cells(template, assignment, job.notebook)
-            got = {c["grade_id"]: c for c in result.get("cells", [])}
+            got = {c.grade_id: c for c in result.cells}
             if not got:
-                problems.append(f"{job.student}: could not be graded: {result.get('reason')}")
+                problems.append(f"{job.student}: could not be graded: {result.reason}")
                 continue
-            score = sum(c["score"] for c in got.values())
+            score = sum(c.score for c in got.values())
             total = sum(cells.values())
             if job.student == "source-solution":
                 report.source_scores[job.notebook] = (score, total)
                 for gid in cells:
                     c = got.get(gid)
-                    if not c or c["score"] < c["max_score"]:
-                        msg = c["message"] if c else "missing"
+                    if not c or c.score < c.max_score:
+                        msg = c.message if c else "missing"
                         problems.append(f"source does not pass {gid}: {msg}")
             else:
                 report.release_scores[job.notebook] = (score, total)
                 for gid in cells:
                     c = got.get(gid)
-                    if c and c["score"] > 0:
-                        problems.append(f"blank release scores {c['score']:g} on {gid} (must be 0)")
+                    if c and c.score > 0:
+                        problems.append(f"blank release scores {c.score:g} on {gid} (must be 0)")
     finally:
         shutil.rmtree(run_root, ignore_errors=True)
     return problems

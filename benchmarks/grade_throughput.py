@@ -72,7 +72,8 @@ def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
 def ours(
     work: Path, n: int, submission: Path, workers: int, sandbox: bool, name: str = "ours"
 ) -> tuple[float, list]:
-    from autograder.grade import build_template, grade, sync_gradebook
+    from autograder.grade import grade
+    from autograder.grading.template import build_template, sync_gradebook
 
     course = new_course(work / name)
     # one-off per assignment, like plain nbgrader's generate_assignment (not timed either)
@@ -96,7 +97,7 @@ def bare_nbclient(work: Path, repeats: int) -> float:
     import nbformat
     from nbclient import NotebookClient
 
-    from autograder.grade import build_template
+    from autograder.grading.template import build_template
 
     course = new_course(work / "bare")
     template, _ = build_template(course, ASSIGNMENT)

@@ -11,9 +11,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import collect as collect_mod
-from autograder.collect import collect, normalize_student_id
 from autograder.course import UsageError
+from autograder.intake import collect as collect_mod
+from autograder.intake.collect import collect, normalize_student_id
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])).encode()
 

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.course import UsageError
-from autograder.feedback import feedback, render_feedback
+from autograder.feedback import feedback
+from autograder.render.feedback_page import render_feedback
 
 ASSIGNMENT = "e7_2_acceptance_tests"
 NOTEBOOK = "acceptance_tests"

@@ -16,7 +16,8 @@ import pytest
 from conftest import fill, load_json, released_notebook, sandbox_available, write_nb
 
 from autograder.grade import grade
-from autograder.pool import run_jobs
+from autograder.grading.job import Job, grade_job
+from autograder.grading.pool import run_jobs
 
 pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
@@ -48,7 +49,7 @@ def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, 
     result = grade(
         "mini", submissions=subs, course=mini_course, workers=2, timeout=10, sandbox=SANDBOX
     )
-    assert {s: r["score"] for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
+    assert {s: r.score for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
     grades = read_csv(mini_course / "reports/mini/grades.csv")
     assert grades == [
         {"student": "alice", "score": "4", "max_score": "4", "status": "graded"},
@@ -89,8 +90,8 @@ def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path):
         zf.write(nested / "bob" / "mini.ipynb", "download/bob/mini.ipynb")
     first = grade("mini", submissions=nested, course=mini_course, workers=2, sandbox=SANDBOX)
     second = grade("mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX)
-    assert first.results["alice"]["score"] == second.results["Alice_Anberg"]["score"] == 4
-    assert first.results["bob"]["score"] == 2
+    assert first.results["alice"].score == second.results["Alice_Anberg"].score == 4
+    assert first.results["bob"].score == 2
     assert second.reused == ["bob"]  # same notebook, same student: not graded twice
 
 
@@ -120,21 +121,20 @@ def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_
         "mini", submissions=subs, course=mini_course, workers=2, timeout=10, sandbox=SANDBOX
     )
     r = result.results
-    assert r["good"]["score"] == 4 and r["good"]["status"] == "graded"
+    assert r["good"].score == 4 and r["good"].status == "graded"
     assert (
-        r["not-json"]["status"] == "invalid"
-        and "not a valid Jupyter notebook" in r["not-json"]["reason"]
+        r["not-json"].status == "invalid" and "not a valid Jupyter notebook" in r["not-json"].reason
     )
-    assert r["binary"]["status"] == "invalid"
-    assert r["exits"]["status"] == "failed" and r["exits"]["score"] == 0
-    assert "kernel" in r["exits"]["reason"]
+    assert r["binary"].status == "invalid"
+    assert r["exits"].status == "failed" and r["exits"].score == 0
+    assert "kernel" in r["exits"].reason
     # a deleted test cell is put back and run; duplicates do not abort anything
-    assert r["deleted-test"]["score"] == 4
-    assert r["duplicated-cell"]["status"] == "invalid"
-    assert "'test_square_small'" in r["duplicated-cell"]["reason"]
-    assert "copy" in r["duplicated-cell"]["reason"]
-    assert r["old-format"]["score"] == 4
-    assert r["no-kernelspec"]["score"] == 4
+    assert r["deleted-test"].score == 4
+    assert r["duplicated-cell"].status == "invalid"
+    assert "'test_square_small'" in r["duplicated-cell"].reason
+    assert "copy" in r["duplicated-cell"].reason
+    assert r["old-format"].score == 4
+    assert r["no-kernelspec"].score == 4
     assert len(read_csv(mini_course / "reports/mini/grades.csv")) == 8
 
 
@@ -150,14 +150,14 @@ def test_a_loop_times_out_and_later_cells_still_run(mini_course, release_nb, tmp
         "mini", submissions=subs, course=mini_course, workers=1, timeout=3, sandbox=SANDBOX
     )
     r = result.results["loops"]
-    assert r["status"] == "timeout"
-    statuses = {c["grade_id"]: c["status"] for c in r["cells"]}
+    assert r.status == "timeout"
+    statuses = {c.grade_id: c.status for c in r.cells}
     assert statuses == {
         "test_square_small": "timeout",
         "test_square_hidden": "timeout",
         "test_cube": "passed",
     }
-    assert "3 s" in r["cells"][0]["message"]
+    assert "3 s" in r.cells[0].message
 
 
 def test_a_loop_that_ignores_interrupts_is_killed(mini_course, release_nb, tmp_path):
@@ -175,8 +175,8 @@ def test_a_loop_that_ignores_interrupts_is_killed(mini_course, release_nb, tmp_p
     )
     elapsed = time.monotonic() - start
     r = result.results["stubborn"]
-    assert r["score"] == 0 and r["status"] in ("timeout", "failed")
-    assert "did not respond" in r["reason"]
+    assert r.score == 0 and r.status in ("timeout", "failed")
+    assert "did not respond" in r.reason
     assert elapsed < 60  # not one timeout per remaining cell: the kernel was killed
 
 
@@ -190,7 +190,7 @@ def test_regrading_gives_the_same_scores(mini_course, release_nb, tmp_path):
         "mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX, force=True
     )
     assert sorted(again.graded_now) == ["alice", "bob"]
-    messages = {s: [c["message"] for c in r["cells"]] for s, r in once.results.items()}
+    messages = {s: [c.message for c in r.cells] for s, r in once.results.items()}
     assert cell_scores(mini_course) == first, messages
     assert first[("alice", "test_cube")] == 1 and first[("bob", "test_square_hidden")] == 0
 
@@ -229,7 +229,7 @@ def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
     result = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
     assert len(result.reused) >= done_before - 1  # at most one was mid-write
     assert sorted(result.results) == [f"s{i}" for i in range(6)]
-    assert {r["score"] for s, r in result.results.items()} == {2.0, 4.0}
+    assert {r.score for s, r in result.results.items()} == {2.0, 4.0}
     assert len(read_csv(mini_course / "reports/mini/grades.csv")) == 6
     from nbgrader.api import Gradebook
 
@@ -241,8 +241,6 @@ def crash_on_mallory(job):
     """A job function whose worker process dies on one submission (as a segfault would)."""
     if job.student == "mallory":
         os._exit(77)
-    from autograder.workers import grade_job
-
     return grade_job(job)
 
 
@@ -258,14 +256,12 @@ def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tm
         sandbox=SANDBOX,
         job_fn=crash_on_mallory,
     )
-    assert result.results["mallory"]["status"] == "failed"
-    assert "crashed" in result.results["mallory"]["reason"]
-    assert result.results["alice"]["score"] == result.results["bob"]["score"] == 4
+    assert result.results["mallory"].status == "failed"
+    assert "crashed" in result.results["mallory"].reason
+    assert result.results["alice"].score == result.results["bob"].score == 4
 
 
 def test_run_jobs_yields_every_job_once_when_workers_crash():
-    from autograder.workers import Job
-
     jobs = [Job("a", f"s{i}", "nb", b"", Path("/nonexistent"), Path("/tmp")) for i in range(5)]
     jobs.append(Job("a", "mallory", "nb", b"", Path("/nonexistent"), Path("/tmp")))
     seen = [job.student for job, _ in run_jobs(jobs, workers=2, hard_timeout=60, fn=_crash_or_echo)]
@@ -334,7 +330,7 @@ def test_warnings_and_stderr_do_not_cost_points(mini_course, release_nb, tmp_pat
     subs = tmp_path / "subs"
     write_nb(subs / "noisy.ipynb", fill(release_nb, square=noisy, cube=CORRECT["cube"]))
     result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
-    assert result.results["noisy"]["score"] == 4
+    assert result.results["noisy"].score == 4
     executed = nbformat.read(mini_course / "autograded/noisy/mini/mini.ipynb", as_version=4)
     texts = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
     assert any("RuntimeWarning: a harmless warning" in t for t in texts)
@@ -349,8 +345,8 @@ def test_flooded_output_is_truncated_and_flagged(mini_course, release_nb, tmp_pa
     write_nb(subs / "flood.ipynb", fill(release_nb, square=flood, cube=CORRECT["cube"]))
     result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
     r = result.results["flood"]
-    assert r["score"] == 4
-    assert any("output truncated" in c["flags"] for c in r["cells"])
+    assert r.score == 4
+    assert any("output truncated" in c.flags for c in r.cells)
     autograded = mini_course / "autograded/flood/mini/mini.ipynb"
     assert autograded.stat().st_size < 2_000_000
 
@@ -363,7 +359,7 @@ def test_stored_enormous_outputs_are_cleared_before_grading(mini_course, release
     subs = tmp_path / "subs"
     write_nb(subs / "bloated.ipynb", nb)
     result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
-    assert result.results["bloated"]["score"] == 4
+    assert result.results["bloated"].score == 4
     autograded = mini_course / "autograded/bloated/mini/mini.ipynb"
     assert autograded.stat().st_size < 100_000
 
@@ -380,9 +376,9 @@ def test_a_hostile_zip_writes_nothing_outside_the_course(mini_course, release_nb
     result = grade("mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX)
     assert {p for p in tmp_path.rglob("*") if mini_course not in p.parents} == outside
     assert not Path("/tmp/specdec-absolute.ipynb").exists()
-    assert result.results["alice"]["score"] == 4
-    unsafe = [r for r in result.results.values() if r["status"] == "invalid"]
-    assert unsafe and all("unsafe path" in r["reason"] for r in unsafe)
+    assert result.results["alice"].score == 4
+    unsafe = [r for r in result.results.values() if r.status == "invalid"]
+    assert unsafe and all("unsafe path" in r.reason for r in unsafe)
 
 
 def test_memory_is_limited_for_all_processes_together(mini_course, release_nb, tmp_path):
@@ -409,5 +405,5 @@ def test_memory_is_limited_for_all_processes_together(mini_course, release_nb, t
     )
     r = result.results["forks"]
     assert time.monotonic() - start < 60
-    assert r["status"] == "failed" and "memory-limit" in r["flags"]
-    assert "GiB limit" in r["reason"] and r["score"] == 0
+    assert r.status == "failed" and "memory-limit" in r.flags
+    assert "GiB limit" in r.reason and r.score == 0

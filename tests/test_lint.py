@@ -1,5 +1,6 @@
 """The code follows the project's ruff configuration (pyproject.toml)."""
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -15,3 +16,128 @@ PATHS = ["autograder", "specdec_reference", "tests", "benchmarks"]
 def test_ruff_passes(command):
     proc = subprocess.run([str(RUFF), *command, *PATHS], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# The package's import graph follows the pipeline
+# ---------------------------------------------------------------------------------------
+
+PACKAGE = REPO / "autograder"
+
+#: The layers of ``autograder``, lowest first: a module may import from its own layer or a
+#: lower one, never a higher one.  A name ending in ``.*`` is a package and its modules.
+LAYERS = [
+    ["autograder", "autograder.cells", "autograder.course"],
+    ["autograder.integrity.*"],
+    ["autograder.sandbox.*"],
+    ["autograder.preprocessors.*"],
+    ["autograder.intake.*"],
+    ["autograder.grading.*"],
+    ["autograder.render.*"],
+    ["autograder.feedback", "autograder.report", "autograder.lab"],
+    ["autograder.grade", "autograder.release"],
+    ["autograder.demo"],
+    ["autograder.cli"],
+]
+
+#: Imports inside a function body, each with the reason it is there (see the comment at it).
+LAZY_IMPORTS = {
+    # matplotlib is heavy and only the font cache needs it; importing builds that cache
+    ("autograder.sandbox.launch", "matplotlib"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {
+        _module_name(path): ast.parse(path.read_text(), str(path))
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "monitor.py" or path.parent.name != "integrity"  # runs in the kernel
+    }
+
+
+def _imports(tree: ast.Module, known: set[str]) -> list[tuple[str, bool]]:
+    """(imported module, inside a function?) for every ``autograder`` import in ``tree``."""
+    found = []
+    functions = [
+        n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]
+    nested = {id(n) for f in functions for n in ast.walk(f) if n is not f}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            # ``from autograder import sandbox`` imports the module autograder.sandbox
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                for a in node.names
+            ]
+        else:
+            continue
+        found += [(name, id(node) in nested) for name in names]
+    return found
+
+
+def _layer(module: str) -> int:
+    for i, layer in enumerate(LAYERS):
+        for entry in layer:
+            if module == entry.removesuffix(".*") or (
+                entry.endswith(".*") and module.startswith(entry[:-1])
+            ):
+                return i
+    raise AssertionError(f"{module} is in no layer of tests/test_lint.py's LAYERS")
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {
+        name: {dst for dst, _ in _imports(tree, known) if dst in known and dst != name}
+        for name, tree in modules.items()
+    }
+
+
+def test_no_module_imports_from_a_layer_above_it():
+    upward = [
+        f"{src} (layer {_layer(src)}) imports {dst} (layer {_layer(dst)})"
+        for src, targets in _graph().items()
+        for dst in sorted(targets)
+        if _layer(dst) > _layer(src)
+    ]
+    assert upward == []
+
+
+def test_the_package_has_no_import_cycle():
+    graph = _graph()
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        if node in path:
+            raise AssertionError("import cycle: " + " -> ".join([*path[path.index(node) :], node]))
+        if node in done:
+            return
+        for target in sorted(graph[node]):
+            visit(target, [*path, node])
+        done.add(node)
+
+    for module in sorted(graph):
+        visit(module, [])
+
+
+def test_imports_inside_functions_are_the_deliberate_ones():
+    inside = set()
+    for name, tree in _modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Import):
+                        inside |= {(name, alias.name) for alias in sub.names}
+                    elif isinstance(sub, ast.ImportFrom) and sub.module:
+                        inside.add((name, sub.module))
+    assert inside == LAZY_IMPORTS

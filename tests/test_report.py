@@ -26,8 +26,10 @@ from test_feedback import (
 )
 
 from autograder.course import UsageError
-from autograder.feedback import feedback, points
-from autograder.report import render_report, report
+from autograder.feedback import feedback
+from autograder.render.page import points
+from autograder.render.report_page import render_report
+from autograder.report import report
 
 
 @pytest.fixture
@@ -253,9 +255,9 @@ def test_feedback_and_report_from_real_grading_of_e7_2_samples(tmp_path: Path):
 
     results = graded.results
     assert sorted(pages) == sorted(results) == sorted(E7_2_SAMPLES)
-    assert results["reference"]["score"] == results["reference"]["max_score"] > 0
-    assert results["blank"]["score"] == 0
-    assert 0 < results["mistake-no-cap"]["score"] < results["mistake-no-cap"]["max_score"]
+    assert results["reference"].score == results["reference"].max_score > 0
+    assert results["blank"].score == 0
+    assert 0 < results["mistake-no-cap"].score < results["mistake-no-cap"].max_score
 
     secrets = hidden_lines(
         course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
@@ -268,16 +270,16 @@ def test_feedback_and_report_from_real_grading_of_e7_2_samples(tmp_path: Path):
         assert "HIDDEN TESTS" not in page and "Traceback" not in text
         assert not [line for line in secrets if line in text], student
         result = results[student]
-        assert f"{points(result['score'])} / {points(result['max_score'])} points" in text
-        for cell in result["cells"]:  # each failing test's message, as the grader wrote it
-            if cell["status"] != "passed" and cell["message"]:
-                assert " ".join(cell["message"].split()) in text, (student, cell["grade_id"])
+        assert f"{points(result.score)} / {points(result.max_score)} points" in text
+        for cell in result.cells:  # each failing test's message, as the grader wrote it
+            if cell.status != "passed" and cell.message:
+                assert " ".join(cell.message.split()) in text, (student, cell.grade_id)
 
     assert_inert(html)
     assert html.count("data:image/png;base64,") == 2
     assert "Students 3" in section(html, "summary")
     cells = section(html, "cells")
-    for cell in results["reference"]["cells"]:
-        assert cell["grade_id"] in cells
+    for cell in results["reference"].cells:
+        assert cell.grade_id in cells
     # NotImplementedError is what every blank cell says: the most frequent failure.
     assert "NotImplementedError" in section(html, "messages")

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from conftest import FILES, fill, new_course, released_notebook, write_nb
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 from traitlets.config import Config
@@ -414,8 +418,108 @@ def test_kernel_processes_are_gone_after_a_normal_run(course):
 
 def test_sandbox_problem_names_a_missing_bwrap(monkeypatch):
     sandbox.sandbox_problem.cache_clear()
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     try:
         assert "bubblewrap" in sandbox_problem()
     finally:
         sandbox.sandbox_problem.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------
+# Wherever things live: the Python installation, the course, the scratch space
+# ---------------------------------------------------------------------------------------
+
+KERNEL_FROM_ELSEWHERE = """
+import sys
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from traitlets.config import Config
+
+from autograder import sandbox
+
+job = Path(sys.argv[1])
+nbdir = job / "notebook dir"
+nbdir.mkdir(parents=True)
+config = Config()
+sandbox.configure(config, job_dir=job, limits=sandbox.Limits())
+nb = nbformat.v4.new_notebook()
+nb.cells = [nbformat.v4.new_code_cell("import sys, numpy\\nprint(sys.prefix)")]
+try:
+    NotebookClient(
+        nb,
+        config=config,
+        kernel_manager_class=sandbox.SandboxedKernelManager,
+        kernel_name="python3",
+        timeout=60,
+        resources={"metadata": {"path": str(nbdir)}},
+    ).execute()
+finally:
+    sandbox.kill_leftovers(job)
+print("KERNEL SAYS", nb.cells[0].outputs[0]["text"].strip())
+"""
+
+
+def test_a_kernel_starts_from_a_virtualenv_under_tmp():
+    """The venv reached under /tmp (a symlinked one, in a folder with a space and an ü):
+    the sandbox's own /tmp must not hide the interpreter the kernel runs on."""
+    place = Path(tempfile.mkdtemp(prefix="specdec venv ü-", dir="/tmp"))
+    try:
+        venv = place / "ven v"
+        venv.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
+        python = venv / "bin" / Path(sys.executable).name
+        proc = subprocess.run(
+            [str(python), "-c", KERNEL_FROM_ELSEWHERE, str(place / "job")],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        # The kernel ran on the interpreter as the grader reached it, under /tmp.
+        assert f"KERNEL SAYS {venv}" in proc.stdout, proc.stdout
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
+
+
+def _under_tmp(tmp_path: Path) -> Path:
+    return tmp_path / "a course ü"
+
+
+def _under_home(tmp_path: Path) -> Path:
+    home = Path.home() / ".cache"
+    home.mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix="specdec-test-", dir=home)) / "course"
+
+
+def _behind_symlink(tmp_path: Path) -> Path:
+    real = tmp_path / "real place"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    return tmp_path / "link" / "kurs ñ"
+
+
+@pytest.mark.parametrize(
+    "place",
+    [_under_tmp, _under_home, _behind_symlink],
+    ids=["under /tmp, with a space and non-ASCII", "under the home directory", "behind a symlink"],
+)
+def test_grade_sandboxed_wherever_the_course_lives(place, tmp_path):
+    from autograder.grade import grade
+
+    course = new_course(place(tmp_path), {"mini": FILES / "mini_course" / "source" / "mini"})
+    try:
+        release_nb = released_notebook(course, "mini", "mini")
+        correct = {
+            "square": "def square(x):\n    return x ** 2",
+            "cube": "def cube(x):\n    return x ** 3",
+        }
+        write_nb(course.parent / "subs" / "alice.ipynb", fill(release_nb, **correct))
+        result = grade(
+            "mini", submissions=course.parent / "subs", course=course, workers=1, timeout=20
+        )
+        alice = result.results["alice"]
+        assert (alice.status, alice.score) == ("graded", 4), alice
+    finally:
+        if Path.home() in course.parents:
+            shutil.rmtree(course.parent, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""The kernel a worker starts ahead for its next job (``autograder.spare``).
+"""The kernel a worker starts ahead for its next job (``autograder.grading.spare``).
 
 Jobs run in-process here (``grade_job``, as a worker runs it), with the real sandbox and
 real kernels, so the worker's spare is this process's.
@@ -14,19 +14,33 @@ import pytest
 from conftest import fill, released_notebook, sandbox_available, write_nb
 from nbclient.util import run_sync
 
-from autograder import sandbox, spare
-from autograder.grade import build_template, grade
-from autograder.workers import Job, grade_job, marked_processes
+from autograder import sandbox
+from autograder.grade import grade
+from autograder.grading.job import Job, grade_job
+from autograder.grading.processes import marked_processes
+from autograder.grading.spare import SpareKernels
+from autograder.grading.template import build_template
 
-pytestmark = pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox")
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox"),
+]
 
 CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
 WHERE = {"square": "import os\nprint('CWD', os.getcwd())\ndef square(x):\n    return x ** 2"}
 
 
 @pytest.fixture
+def spares():
+    """This test's worker: the holder of its spare kernel, discarded after."""
+    holder = SpareKernels()
+    yield holder
+    holder.discard()
+
+
+@pytest.fixture
 def jobs(mini_course, tmp_path):
-    """A factory of sandboxed jobs for the mini course, and the spare discarded after."""
+    """A factory of sandboxed jobs for the mini course."""
     template, _ = build_template(mini_course, "mini")
     release = released_notebook(mini_course, "mini", "mini")
     scratch = tmp_path / "scratch"
@@ -46,22 +60,21 @@ def jobs(mini_course, tmp_path):
             limits=sandbox.Limits(),
         )
 
-    yield make
-    spare.discard()
+    return make
 
 
 @pytest.fixture
-def adoptions(monkeypatch):
-    """What each job's executor got from ``spare.take`` (None: it started its own kernel)."""
+def adoptions(monkeypatch, spares):
+    """What each job's executor got from ``spares.take`` (None: it started its own kernel)."""
     taken = []
-    original = spare.take
+    original = spares.take
 
     def recording_take(*args):
         km = original(*args)
         taken.append(km)
         return km
 
-    monkeypatch.setattr(spare, "take", recording_take)
+    monkeypatch.setattr(spares, "take", recording_take)
     return taken
 
 
@@ -69,53 +82,53 @@ def alive(km) -> bool:
     return bool(run_sync(km.is_alive)())
 
 
-def test_the_next_job_runs_in_the_kernel_started_for_it(jobs, adoptions):
-    first = grade_job(jobs("alice"))
-    assert first["status"] == "graded" and first["score"] == 4
-    waiting = spare._spare
+def test_the_next_job_runs_in_the_kernel_started_for_it(jobs, spares, adoptions):
+    first = grade_job(jobs("alice"), spares)
+    assert first.status == "graded" and first.score == 4
+    waiting = spares.spare
     assert waiting is not None and alive(waiting.km) and not waiting.claimed
     assert waiting.job_dir.is_dir()
 
-    second = grade_job(jobs("bob", **WHERE))
-    assert second["status"] == "graded" and second["score"] == 4, second
+    second = grade_job(jobs("bob", **WHERE), spares)
+    assert second.status == "graded" and second.score == 4, second
     assert adoptions == [None, waiting.km]  # alice started her own; bob got the spare
     assert not alive(waiting.km)  # shut down with bob's job
-    assert second["flags"] == []  # nothing was left running
+    assert second.flags == []  # nothing was left running
     # bob's code ran where a kernel started for his job would: its notebook's directory
-    executed = nbformat.reads(second["autograded"], as_version=4)
+    executed = nbformat.reads(second.autograded, as_version=4)
     printed = "".join(o.get("text", "") for c in executed.cells for o in c.get("outputs", []))
     assert f"CWD {waiting.cwd}\n" in printed
     assert waiting.cwd.endswith("/autograded/student/mini")
     # and a new spare waits for the next job
-    assert spare._spare is not None and spare._spare.km is not waiting.km
+    assert spares.spare is not None and spares.spare.km is not waiting.km
 
 
-def test_a_spare_made_for_other_jobs_is_killed_not_used(jobs, adoptions):
-    grade_job(jobs("alice"))
-    waiting = spare._spare
+def test_a_spare_made_for_other_jobs_is_killed_not_used(jobs, spares, adoptions):
+    grade_job(jobs("alice"), spares)
+    waiting = spares.spare
     assert waiting is not None and alive(waiting.km)
     other = dataclasses.replace(jobs("bob"), cell_timeout=12)  # another run's settings
-    result = grade_job(other)
-    assert result["status"] == "graded" and result["score"] == 4
+    result = grade_job(other, spares)
+    assert result.status == "graded" and result.score == 4
     assert adoptions == [None, None]
     assert not alive(waiting.km)
     assert not waiting.job_dir.exists()
     assert marked_processes(waiting.marker) == []
-    assert result["flags"] == []
+    assert result.flags == []
 
 
-def test_a_claimed_spare_is_discarded_when_its_job_fails_before_running(jobs, adoptions):
-    grade_job(jobs("alice"))
-    waiting = spare._spare
+def test_a_claimed_spare_is_discarded_when_its_job_fails_before_running(jobs, spares, adoptions):
+    grade_job(jobs("alice"), spares)
+    waiting = spares.spare
     broken = nbformat.reads(jobs("bob").data.decode(), as_version=4)
     broken.cells.append(nbformat.from_dict(dict(broken.cells[2])))  # nbgrader cannot grade it
     job = dataclasses.replace(jobs("bob"), data=nbformat.writes(broken).encode())
-    result = grade_job(job)
-    assert result["status"] == "invalid"
+    result = grade_job(job, spares)
+    assert result.status == "invalid"
     assert adoptions == [None]  # execution never started
     assert not alive(waiting.km)
     assert marked_processes(waiting.marker) == []
-    assert result["flags"] == []  # the spare is not reported as the learner's leftover
+    assert result.flags == []  # the spare is not reported as the learner's leftover
 
 
 def test_no_kernel_outlives_a_grading_run(mini_course, tmp_path):
@@ -125,7 +138,7 @@ def test_no_kernel_outlives_a_grading_run(mini_course, tmp_path):
         write_nb(subs / f"{name}.ipynb", fill(release, **CORRECT))
     before = set(marked_processes())  # (an earlier test's leftovers are not this run's)
     result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=10)
-    assert {r["score"] for r in result.results.values()} == {4}
+    assert {r.score for r in result.results.values()} == {4}
     # each worker had a spare for a sixth job that never came; both are gone
     deadline = time.monotonic() + 10
     while set(marked_processes()) - before and time.monotonic() < deadline:

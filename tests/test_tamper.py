@@ -24,6 +24,7 @@ from nbclient import NotebookClient
 from traitlets.config import Config
 
 from autograder import integrity, sandbox
+from autograder.preprocessors import CollectProbes, InsertProbes
 
 ADVERSARIAL = FILES / "adversarial"
 ASSIGNMENT = "e7_2_acceptance_tests"
@@ -164,7 +165,7 @@ def test_a_submission_cannot_bring_its_own_verdict():
     )
     nb.metadata[integrity.METADATA_KEY] = {"flags": []}
     nb.cells.append(nbformat.v4.new_code_cell("", metadata={integrity.PROBE_KEY: "report"}))
-    nb, _ = integrity.InsertProbes(config=Config()).preprocess(nb, {})
+    nb, _ = InsertProbes(config=Config()).preprocess(nb, {})
     assert integrity.METADATA_KEY not in nb.metadata
     assert [c.metadata.get(integrity.PROBE_KEY) for c in nb.cells] == [
         "setup",
@@ -237,7 +238,7 @@ def monitored_run(learner: str, tmp_path: Path, *, sandboxed: bool) -> tuple[dic
             "on_cell_execute": config.Execute.on_cell_execute,
         }
     resources = {"metadata": {"path": str(nbdir)}}
-    nb, resources = integrity.InsertProbes(config=config).preprocess(graded_nb(learner), resources)
+    nb, resources = InsertProbes(config=config).preprocess(graded_nb(learner), resources)
     client = NotebookClient(
         nb,
         config=config,
@@ -249,7 +250,7 @@ def monitored_run(learner: str, tmp_path: Path, *, sandboxed: bool) -> tuple[dic
     )
     try:
         client.execute()
-        nb, _ = integrity.CollectProbes(config=config).preprocess(nb, resources)
+        nb, _ = CollectProbes(config=config).preprocess(nb, resources)
     finally:
         if sandboxed:
             sandbox.kill_leftovers(job)
@@ -384,18 +385,18 @@ def corpus(tmp_path_factory):
 def test_adversarial_submission_gets_its_expected_outcome(corpus, scenario):
     expected = EXPECTED[scenario]
     result = corpus["results"][scenario]
-    flags = result["flags"]
-    summary = f"{scenario}: {result['status']} {result['score']} {flags} {result['reason']!r}"
+    flags = result.flags
+    summary = f"{scenario}: {result.status} {result.score} {flags} {result.reason!r}"
     if "status" in expected:
-        assert result["status"] in expected["status"], summary
+        assert result.status in expected["status"], summary
     if expected.get("score") == "baseline":
         # No better than the same wrong code without the trick, unless the grader
         # caught it (a forfeiting flag: the worker then scores it zero).
-        baseline = corpus["results"]["wrong-baseline"]["score"]
-        assert result["score"] <= baseline or integrity.forfeits(flags), summary
+        baseline = corpus["results"]["wrong-baseline"].score
+        assert result.score <= baseline or integrity.forfeits(flags), summary
     elif "score" in expected:
         low, high = expected["score"]
-        assert low <= result["score"] <= high, summary
+        assert low <= result.score <= high, summary
     for flag in expected.get("flags", []):
         assert flag in flags, summary
     for prefix in expected.get("no_flags", []):

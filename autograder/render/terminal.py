@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from autograder.grading.results import GradeResult
+
 
 class ProgressPrinter:
     """Callable ``(student, n, total)``; a rich progress bar when stderr is a terminal."""
@@ -46,7 +48,7 @@ class ProgressPrinter:
         self.bar.update(self.task, completed=n, description=student)
 
 
-def print_summary(result, console: Console | None = None) -> None:
+def print_summary(result: GradeResult, console: Console | None = None) -> None:
     """Print the score table of every student graded so far, then where the files are."""
     console = console or Console(soft_wrap=True)
     table = Table(title=f"{result.assignment}: {len(result.results)} submission(s)")
@@ -59,10 +61,10 @@ def print_summary(result, console: Console | None = None) -> None:
         table.add_column(name, justify=justify)
     for student in sorted(result.results):
         r = result.results[student]
-        notes = r.get("reason") or ""
-        if r.get("flags"):
-            notes = (notes + "; " if notes else "") + "flags: " + "; ".join(r["flags"])
-        table.add_row(student, f"{r['score']:g}/{r['max_score']:g}", r["status"], notes[:120])
+        notes = r.reason
+        if r.flags:
+            notes = (notes + "; " if notes else "") + "flags: " + "; ".join(r.flags)
+        table.add_row(student, f"{r.score:g}/{r.max_score:g}", r.status.value, notes[:120])
     console.print(table)
     now, reused = len(result.graded_now), len(result.reused)
     console.print(f"graded now: {now}; unchanged since an earlier run: {reused}")

@@ -13,39 +13,36 @@ reported as failed.  A job that overruns its hard deadline gets its workers kill
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
+from multiprocessing.context import ForkServerContext
 
-from autograder.workers import Job, grade_job
+from autograder.grading.job import Job, grade_job
+from autograder.grading.results import Status, SubmissionResult
 
 ExecutorFactory = Callable[[int], Executor]
 
 
 def _warm_up() -> None:
-    """Worker initializer: pay nbgrader's import cost once per worker, not per job.
+    """Worker initializer (nbgrader is already imported: workers fork from the forkserver).
 
     The worker's own stdout/stderr (and so its kernels') go to /dev/null: everything
     a job needs to report comes back in its result, and nbgrader's log is captured.
     """
-    import os
-    import warnings
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     warnings.filterwarnings("ignore")
-    import nbgrader.apps  # noqa: F401
-    import nbgrader.converters  # noqa: F401
-
-    import autograder.execute  # noqa: F401
 
 
 _PRELOAD = [
-    "autograder.workers",
-    "autograder.execute",
+    "autograder.grading.job",
     "nbgrader.apps",
     "nbgrader.converters",
     "nbgrader.api",
@@ -68,13 +65,11 @@ def local_executor(workers: int) -> Executor:
 
 def start_local_workers() -> None:
     """Start the local pool's forkserver now, so that its imports overlap other set-up."""
-    from multiprocessing import forkserver
-
     _forkserver_context()
     forkserver.ensure_running()
 
 
-def _forkserver_context():
+def _forkserver_context() -> ForkServerContext:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(_PRELOAD)
     return context
@@ -86,8 +81,8 @@ def run_jobs(
     workers: int,
     hard_timeout: float,
     executor_factory: ExecutorFactory = local_executor,
-    fn: Callable[[Job], dict] = grade_job,
-) -> Iterator[tuple[Job, dict]]:
+    fn: Callable[[Job], SubmissionResult] = grade_job,
+) -> Iterator[tuple[Job, SubmissionResult]]:
     """Yield ``(job, result)`` for every job, in completion order, each exactly once."""
     queue: deque[Job] = deque(jobs)
     alone: deque[Job] = deque()  # suspects of a crash, to re-run one at a time
@@ -129,7 +124,7 @@ def run_jobs(
                                 job,
                                 f"grading took longer than {hard_timeout:g} s; "
                                 "the worker was killed",
-                                status="timeout",
+                                status=Status.TIMEOUT,
                             ),
                         )
                     _kill_workers(executor)
@@ -169,15 +164,6 @@ def _kill_workers(executor: Executor) -> None:
         pass
 
 
-def _crashed(job: Job, reason: str, status: str = "failed") -> dict:
-    return {
-        "student": job.student,
-        "assignment": job.assignment,
-        "status": status,
-        "reason": reason,
-        "score": 0.0,
-        "max_score": 0.0,
-        "flags": ["worker-crash" if status == "failed" else "worker-killed"],
-        "cells": [],
-        "seconds": 0.0,
-    }
+def _crashed(job: Job, reason: str, status: Status = Status.FAILED) -> SubmissionResult:
+    flag = "worker-crash" if status is Status.FAILED else "worker-killed"
+    return SubmissionResult(job.student, job.assignment, status, reason, flags=[flag])

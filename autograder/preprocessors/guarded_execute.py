@@ -20,16 +20,16 @@ from __future__ import annotations
 import os
 import time
 
-from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.manager import AsyncKernelManager, KernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Float, Integer
+from traitlets import Any, Float, Integer
 
-#: Error names the grader itself writes into outputs; the worker maps them to statuses.
-NOT_EXECUTED = "NotExecuted"
+from autograder.cells import KERNEL_DIED, NOT_EXECUTED, NOTEBOOK_TIMEOUT
+
 OUTPUT_TRUNCATED_NOTE = "[output truncated by the grader: this cell printed more than {} bytes]"
 
 
@@ -42,6 +42,13 @@ class GuardedExecute(Execute):
     notebook_timeout = Float(
         300.0, help="Wall-clock seconds for the whole notebook, kernel start included."
     ).tag(config=True)
+    spares = Any(
+        None,
+        allow_none=True,
+        help="The worker's spare kernels (autograder.grading.spare.SpareKernels), or None: "
+        "an object whose take(client, kernel_name, cwd, env) returns a started kernel "
+        "manager this executor adopts instead of starting its own, or None.",
+    ).tag(config=True)
     recovery_timeout = Float(
         10.0, help="Seconds a kernel has to answer after a cell timed out before it is killed."
     ).tag(config=True)
@@ -50,6 +57,7 @@ class GuardedExecute(Execute):
         kwargs.setdefault("kernel_manager_class", AsyncKernelManager)
         super().__init__(*args, **kwargs)
         self._stop_reason: str | None = None
+        self._stop_error = NOT_EXECUTED
         self._deadline = 0.0
         self._spent: dict[int, int] = {}
         self.truncated_cells: set[int] = set()
@@ -57,6 +65,7 @@ class GuardedExecute(Execute):
     # -- whole notebook ---------------------------------------------------------------
     def preprocess(self, nb, resources=None, km=None):
         self._stop_reason = None
+        self._stop_error = NOT_EXECUTED
         self._deadline = time.monotonic() + self.notebook_timeout
         self._spent = {}
         self.truncated_cells = set()
@@ -75,21 +84,23 @@ class GuardedExecute(Execute):
             if adopted and self.km is not None:  # nbclient cleans up only kernels it started
                 run_sync(self._async_cleanup_kernel)()
 
-    def _adopt_spare(self, nb, resources):
+    def _adopt_spare(self, nb: NotebookNode, resources: dict | None) -> KernelManager | None:
         """The kernel the worker started ahead for this notebook, if it is exactly the one
-        this executor would start (see ``autograder.spare``); else None."""
-        from autograder import spare
-
+        this executor would start (see ``autograder.grading.spare``); else None."""
+        if self.spares is None:
+            return None
         name = self.kernel_name or nb.metadata.get("kernelspec", {}).get("name")
         path = (resources or {}).get("metadata", {}).get("path") or None
-        return spare.take(self, name, path, dict(os.environ))
+        return self.spares.take(self, name, path, dict(os.environ))
 
     # -- one cell -----------------------------------------------------------------------
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
         if self._stop_reason is None and time.monotonic() > self._deadline:
-            self._stop(f"the notebook ran longer than {self.notebook_timeout:g} s")
+            self._stop(
+                f"the notebook ran longer than {self.notebook_timeout:g} s", NOTEBOOK_TIMEOUT
+            )
             self._kill_kernel()
         if self._stop_reason is not None:
             self._mark_not_executed(cell)
@@ -103,7 +114,7 @@ class GuardedExecute(Execute):
             self._stop(f"the kernel died while running cell {index}")
             cell.outputs.append(
                 self._error(
-                    "KernelDied",
+                    KERNEL_DIED,
                     "the kernel stopped while this cell ran "
                     "(it exited, crashed, or ran out of memory)",
                 )
@@ -140,9 +151,10 @@ class GuardedExecute(Execute):
         return super().output(outs, msg, display_id, cell_index)
 
     # -- helpers ------------------------------------------------------------------------------
-    def _stop(self, reason: str) -> None:
+    def _stop(self, reason: str, error: str = NOT_EXECUTED) -> None:
         if self._stop_reason is None:
             self._stop_reason = reason
+            self._stop_error = error
             self.log.warning("Stopping execution: %s", reason)
 
     def _kernel_answers(self) -> bool:
@@ -166,7 +178,7 @@ class GuardedExecute(Execute):
             self.log.debug("kill kernel: %s", exc)
 
     def _mark_not_executed(self, cell: NotebookNode) -> None:
-        cell.outputs = [self._error(NOT_EXECUTED, f"not run: {self._stop_reason}")]
+        cell.outputs = [self._error(self._stop_error, f"not run: {self._stop_reason}")]
 
     @staticmethod
     def _error(ename: str, evalue: str) -> NotebookNode:

@@ -1,0 +1,12 @@
+"""Grading: one job per submission, run on a pool of workers, scored, recorded.
+
+* :mod:`~autograder.grading.template`: the scratch course every job copies;
+* :mod:`~autograder.grading.job`: one submission, graded in a worker (nbgrader's
+  ``Autograde`` with the grader's preprocessors and the sandbox);
+* :mod:`~autograder.grading.spare`: the kernel a worker starts ahead for its next job;
+* :mod:`~autograder.grading.processes`: a job's processes, their marker and memory;
+* :mod:`~autograder.grading.scoring`: an executed notebook to cell scores and a status;
+* :mod:`~autograder.grading.results`: the typed results and their JSON;
+* :mod:`~autograder.grading.pool`: jobs on an executor, surviving crashed workers;
+* :mod:`~autograder.grading.record`: results into the course (gradebook, JSON, CSVs).
+"""

@@ -1,0 +1,178 @@
+"""What grading one submission produced: typed results, with the one list of statuses.
+
+:class:`SubmissionResult` and :class:`CellResult` are what a worker returns, what the
+parent records, and what the feedback pages, the report and the CSVs read.  The JSON
+file ``reports/<assignment>/results/<student>.json`` is their serialisation
+(:meth:`SubmissionResult.to_json`); :meth:`SubmissionResult.from_dict` also reads the
+files that versions before these dataclasses wrote, so ``grade`` resumes their runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+
+class Status(str, Enum):
+    """A submission's status; its value is what the CSVs and the JSON hold."""
+
+    GRADED = "graded"  #: every test cell ran (some may have failed)
+    FAILED = "failed"  #: the kernel died, a worker crashed, nbgrader could not grade it
+    TIMEOUT = "timeout"  #: a cell or the whole notebook ran past its time limit
+    INVALID = "invalid"  #: not a readable notebook
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class CellStatus(str, Enum):
+    """A test cell's status."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    MISSING = "missing"  #: the test cell is not in the submitted notebook
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Stop(str, Enum):
+    """Why a test cell scored zero without its own code failing (empty: it ran)."""
+
+    NONE = ""
+    NOT_RUN = "not-run"  #: execution stopped before it (the kernel was gone or stopped)
+    NOTEBOOK_TIMEOUT = "notebook-timeout"  #: the notebook's deadline passed before it
+    KERNEL_DIED = "kernel-died"  #: the kernel died while it ran
+    NOT_GRADED = "not-graded"  #: the notebook was not executed at all
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: Wording of the messages of cells that did not run (shown on pages and in the CSVs).
+NOT_RUN_PREFIX = "not run: "
+NOT_GRADED_PREFIX = "not graded: "
+
+
+@dataclass
+class CellResult:
+    """One autograded test cell of one submission."""
+
+    grade_id: str
+    score: float
+    max_score: float
+    status: CellStatus
+    message: str = ""
+    flags: list[str] = field(default_factory=list)
+    stop: Stop = Stop.NONE
+
+    @classmethod
+    def not_graded(cls, grade_id: str, max_score: float, reason: str) -> CellResult:
+        """A cell of a notebook that was not executed: zero, with the reason."""
+        return cls(
+            grade_id,
+            0.0,
+            float(max_score),
+            CellStatus.FAILED,
+            NOT_GRADED_PREFIX + reason,
+            stop=Stop.NOT_GRADED,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        message = str(data.get("message") or "")
+        stop = data.get("stop")
+        if stop is None:  # written before ``stop`` existed: its message was the only record
+            stop = _legacy_stop(message)
+        return cls(
+            grade_id=str(data["grade_id"]),
+            score=float(data.get("score", 0.0)),
+            max_score=float(data.get("max_score", 0.0)),
+            status=CellStatus(data.get("status", CellStatus.FAILED)),
+            message=message,
+            flags=[str(f) for f in data.get("flags", [])],
+            stop=Stop(stop),
+        )
+
+
+@dataclass
+class SubmissionResult:
+    """One submission's grade: its status, score, flags and every test cell."""
+
+    student: str
+    assignment: str
+    status: Status = Status.FAILED
+    reason: str = ""
+    score: float = 0.0
+    max_score: float = 0.0
+    flags: list[str] = field(default_factory=list)
+    cells: list[CellResult] = field(default_factory=list)
+    seconds: float = 0.0
+    #: What the result was graded from (submission, source, limits); resume compares it.
+    key: str = ""
+    #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
+    autograded: str | None = field(default=None, repr=False, compare=False)
+
+    def total(self) -> None:
+        """Set ``score`` and ``max_score`` from the cells, and list each flag once."""
+        self.score = float(sum(c.score for c in self.cells))
+        self.max_score = float(sum(c.max_score for c in self.cells))
+        self.flags = list(dict.fromkeys(self.flags))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("autograded")
+        return json.loads(json.dumps(data))  # enums to their values
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SubmissionResult:
+        return cls(
+            student=str(data["student"]),
+            assignment=str(data.get("assignment", "")),
+            status=Status(data.get("status", Status.FAILED)),
+            reason=str(data.get("reason") or ""),
+            score=float(data.get("score", 0.0)),
+            max_score=float(data.get("max_score", 0.0)),
+            flags=[str(f) for f in data.get("flags", [])],
+            cells=[CellResult.from_dict(c) for c in data.get("cells", [])],
+            seconds=float(data.get("seconds", 0.0)),
+            key=str(data.get("key") or ""),
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> SubmissionResult:
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass
+class GradeResult:
+    """What one ``grade`` run did."""
+
+    assignment: str
+    course: Path
+    #: every student graded so far (this run and earlier ones)
+    results: dict[str, SubmissionResult] = field(default_factory=dict)
+    graded_now: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)  #: unchanged since an earlier run
+
+    @property
+    def reports(self) -> Path:
+        return self.course / "reports" / self.assignment
+
+
+def _legacy_stop(message: str) -> Stop:
+    """The ``stop`` of a cell recorded before the field existed, from its fixed wording."""
+    if message.startswith(NOT_GRADED_PREFIX):
+        return Stop.NOT_GRADED
+    if message.startswith(NOT_RUN_PREFIX):
+        return Stop.NOTEBOOK_TIMEOUT if "longer than" in message else Stop.NOT_RUN
+    if message.startswith("KernelDied"):
+        return Stop.KERNEL_DIED
+    return Stop.NONE

@@ -1,0 +1,91 @@
+"""The assignment's scratch-course template that every job copies, and the gradebook sync.
+
+A template holds the course config, the source notebooks and a gradebook that knows the
+assignment; it is built once per version of the source (cached by hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbgrader.api import MissingEntry
+
+from autograder.cells import is_test_cell, nbgrader_meta
+from autograder.course import UsageError, db_url, gradebook, load_config, nbgrader_api, scratch_dir
+
+
+def build_template(course: Path, assignment: str) -> tuple[Path, str]:
+    """A scratch course that workers copy: the config, the source notebooks and a gradebook.
+
+    Cached under ``.scratch/templates`` by the hash of the config and source notebooks.
+    """
+    sources = sorted((course / "source" / assignment).glob("*.ipynb"))
+    digest = hashlib.sha256((course / "nbgrader_config.py").read_bytes())
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    template_hash = digest.hexdigest()[:16]
+    template = scratch_dir(course) / "templates" / f"{assignment}-{template_hash}"
+    if (template / "gradebook.db").exists():
+        return template, template_hash
+    staging = Path(tempfile.mkdtemp(prefix="template-", dir=scratch_dir(course)))
+    shutil.copy2(course / "nbgrader_config.py", staging / "nbgrader_config.py")
+    (staging / "source" / assignment).mkdir(parents=True)
+    for path in sources:
+        shutil.copy2(path, staging / "source" / assignment / path.name)
+    config = load_config(staging)
+    config.CourseDirectory.db_url = f"sqlite:///{staging / 'gradebook.db'}"
+    outcome = nbgrader_api(config).generate_assignment(assignment, force=True, create=True)
+    if not outcome.get("success"):
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UsageError(
+            f"nbgrader cannot generate {assignment!r}:\n{outcome.get('log', '')}"
+            f"{outcome.get('error', '')}"
+        )
+    shutil.rmtree(staging / "release", ignore_errors=True)
+    template.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        staging.rename(template)
+    except OSError:  # another run built it meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+    return template, template_hash
+
+
+def sync_gradebook(course: Path, assignment: str, template_hash: str | None = None) -> None:
+    """Make the course gradebook know the assignment's current cells (release/ untouched).
+
+    Skipped when the gradebook already holds the assignment and was synced from the same
+    source (``template_hash``), which saves an nbgrader run on every ``grade``.
+    """
+    config = load_config(course)
+    url = db_url(course, config)
+    stamp = scratch_dir(course) / "gradebook-sync" / f"{assignment}.synced"
+    if template_hash and stamp.exists() and stamp.read_text() == f"{url}\n{template_hash}":
+        try:
+            with gradebook(url, config) as gb:
+                gb.find_assignment(assignment)
+            return
+        except MissingEntry:
+            pass
+    config.CourseDirectory.release_directory = ".scratch/gradebook-sync"
+    outcome = nbgrader_api(config).generate_assignment(assignment, force=True, create=True)
+    if not outcome.get("success"):
+        raise UsageError(
+            f"cannot record {assignment!r} in the gradebook:\n{outcome.get('log', '')}"
+        )
+    if template_hash:
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(f"{url}\n{template_hash}")
+
+
+def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[str, float]:
+    """``grade_id -> points`` for every autograded test cell, in notebook order."""
+    nb = nbformat.read(template / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+    return {
+        nbgrader_meta(cell)["grade_id"]: float(nbgrader_meta(cell).get("points", 0))
+        for cell in nb.cells
+        if is_test_cell(cell)
+    }

@@ -1,0 +1,1 @@
+"""Intake: turn what the instructor hands over (a folder, an LMS zip) into submissions."""

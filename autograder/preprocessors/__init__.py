@@ -1,0 +1,11 @@
+"""The grader's nbgrader preprocessors, one per module, in the order they run.
+
+``InsertProbes`` (before execution), ``GuardedExecute`` (nbgrader's ``Execute``, hardened
+for untrusted kernels), ``CollectProbes`` (after execution, before ``SaveAutoGrades``).
+"""
+
+from autograder.preprocessors.collect_probes import CollectProbes
+from autograder.preprocessors.guarded_execute import GuardedExecute
+from autograder.preprocessors.insert_probes import InsertProbes
+
+__all__ = ["CollectProbes", "GuardedExecute", "InsertProbes"]

@@ -1,0 +1,1 @@
+"""Rendering: the learner's feedback pages, the instructor's report, the terminal summary."""

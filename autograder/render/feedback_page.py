@@ -1,0 +1,385 @@
+"""Build one HTML feedback page per student, without the source of any hidden test.
+
+nbgrader's ``generate_feedback`` renders the autograded notebook, whose test cells hold the
+instructor's full source (hidden tests included) and whose outputs hold tracebacks that quote
+it.  This module builds the page from three inputs instead:
+
+* ``reports/<assignment>/results/<student>.json``: scores, statuses and failure messages;
+* the learner's submitted notebook: their own cells (solutions and cells they added);
+* the release notebook: every other cell, test cells included, exactly as learners got them.
+
+So a test cell can only ever show what the learner already had.  Pages are self-contained
+(inline CSS, no scripts) and escape everything that comes from a submission.
+
+Pages go where nbgrader puts them: ``feedback/<student>/<assignment>/<notebook>.html``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mistune
+from markupsafe import Markup
+from nbformat import NotebookNode
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import PythonLexer
+
+from autograder.cells import nbgrader_meta
+from autograder.render.page import (
+    MAX_MESSAGE_CHARS,
+    MAX_SOURCE_CHARS,
+    NOT_GRADED,
+    SUBMISSION_STATUS,
+    autograded_ids,
+    check_assignment,
+    clip,
+    load_results,
+    number,
+    points,
+    read_notebook,
+    release_notebooks,
+    render_page,
+)
+
+CELL_STATUS = {
+    "passed": ("Passed", "\u2713"),
+    "failed": ("Failed", "\u2717"),
+    "timeout": ("Timed out", "\u23f1"),
+    "missing": ("Missing", "?"),
+    "not-run": ("Not run", "\u2013"),
+}
+
+
+_HIDDEN_BLOCK = re.compile(
+    r"^[ \t]*#+[ \t]*BEGIN HIDDEN TESTS.*?^[ \t]*#+[ \t]*END HIDDEN TESTS[^\n]*\n?",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+_SOLUTION_BLOCK = re.compile(
+    r"^[ \t]*#+[ \t]*BEGIN SOLUTION.*?^[ \t]*#+[ \t]*END SOLUTION[^\n]*\n?",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def write_pages(course: Path, assignment: str, *, student: str | None = None) -> list[Path]:
+    """Write one self-contained HTML page per graded student; return the paths.
+
+    Parameters
+    ----------
+    assignment : the assignment name, e.g. ``e7_2_acceptance_tests``.
+    course : the nbgrader course root.
+    student : only this student's page(s); default every student with a result.
+
+    Returns
+    -------
+    list of Path, one page per student and notebook, sorted by student.
+
+    Raises
+    ------
+    UsageError
+        When the assignment is unknown, has no results (``grade`` has not run), or
+        ``student`` has no result.
+    """
+    check_assignment(course, assignment)
+    results = load_results(course, assignment, student=student)
+    releases = release_notebooks(course, assignment)
+
+    pages = []
+    for sid, result in sorted(results.items()):
+        folder = course / "feedback" / sid / assignment
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, release_nb in releases.items():
+            submitted = read_notebook(course / "submitted" / sid / assignment / f"{name}.ipynb")
+            html = render_feedback(
+                result,
+                submitted_nb=submitted,
+                release_nb=release_nb,
+                notebook=name,
+                others=[n for n in releases.values() if n is not release_nb],
+            )
+            page = folder / f"{name}.html"
+            page.write_text(html, encoding="utf-8")
+            pages.append(page)
+    return pages
+
+
+def render_feedback(
+    result: dict,
+    *,
+    submitted_nb: NotebookNode | None,
+    release_nb: NotebookNode,
+    notebook: str | None = None,
+    others: Iterable[NotebookNode] = (),
+) -> str:
+    """Return the HTML feedback page for one student's notebook.
+
+    Parameters
+    ----------
+    result : the student's ``results/<student>.json`` (see the grader's contract).
+    submitted_nb : the notebook the learner submitted, or None when it is missing or unreadable.
+    release_nb : the notebook as released to learners; the only source of test code shown.
+    notebook : the notebook's name, for the title (default: the assignment name).
+    others : the assignment's other release notebooks, whose graded cells this page leaves out.
+
+    Notes
+    -----
+    The page walks the release notebook in order.  Solution cells show the learner's version;
+    every other cell, test cells included, shows the release version.  Cells the learner
+    added are shown after the cell they followed.  Any hidden-test block that still reaches
+    a displayed source (a release built by hand, say) is cut out before rendering.
+    """
+    cells_by_id = {c.get("grade_id"): c for c in result.get("cells", []) if c.get("grade_id")}
+    elsewhere = {gid for nb in others for gid in autograded_ids(nb)}
+
+    # The score table: every graded cell of this notebook, in notebook order, then any result
+    # that belongs to no release cell (the grader knows a cell the release lacks).
+    # A graded answer cell (graded by hand) is listed only when the results score it.
+    tests: list[TestRow] = []
+    for cell in release_nb.cells:
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        if meta.get("grade") and gid and (gid in cells_by_id or not meta.get("solution")):
+            tests.append(_test_row(gid, cells_by_id.get(gid), meta.get("points", 0)))
+    listed = {t.grade_id for t in tests}
+    for gid, cell in cells_by_id.items():
+        if gid not in listed and gid not in elsewhere:
+            tests.append(_test_row(gid, cell, cell.get("max_score", 0)))
+
+    status = result.get("status", "invalid")
+    reason = str(result.get("reason") or "")
+    for t in tests:  # "not graded: <reason>" on every cell says nothing the banner does not
+        if t.message.startswith(NOT_GRADED):
+            t.message, t.status = "", "not-run"
+            t.label, t.symbol = CELL_STATUS["not-run"]
+    notice = ""
+    if submitted_nb is None:
+        notice = (
+            "Your notebook could not be read, so only your scores are shown. "
+            "Check that you submitted the assignment's .ipynb file and that it opens in Jupyter."
+        )
+    page = {
+        "title": f"Feedback: {notebook or result.get('assignment', '')}",
+        "student": result.get("student", ""),
+        "assignment": result.get("assignment", ""),
+        "notebook": notebook,
+        "score": points(result.get("score", 0)),
+        "max_score": points(result.get("max_score", 0)),
+        "status": status,
+        "status_label": SUBMISSION_STATUS.get(status, status),
+        "reason": clip(reason, MAX_MESSAGE_CHARS),
+        "notice": notice,
+        "tests": tests,
+        "messages": any(t.message and t.status != "passed" for t in tests),
+        "page_score": points(sum(t.score for t in tests)),
+        "page_max": points(sum(t.max_score for t in tests)),
+        "multi": bool(elsewhere),
+        "blocks": _blocks(release_nb, submitted_nb, {t.grade_id: t for t in tests})
+        if submitted_nb is not None
+        else [],
+    }
+    return render_page("feedback.html.j2", page)
+
+
+@dataclass
+class TestRow:
+    """One graded cell's line in the score table."""
+
+    grade_id: str
+    anchor: str
+    score: float
+    max_score: float
+    status: str
+    label: str
+    symbol: str
+    message: str
+    score_text: str = ""
+    max_text: str = ""
+
+    def __post_init__(self) -> None:
+        self.score_text, self.max_text = points(self.score), points(self.max_score)
+
+
+@dataclass
+class Block:
+    """One cell of the walk through the notebook."""
+
+    kind: str  # markdown | provided | answer | added | removed | test
+    html: Markup = field(default_factory=Markup)
+    label: str = ""
+    test: TestRow | None = None
+
+
+def _test_row(grade_id: str, cell: dict | None, points: Any) -> TestRow:
+    if cell is None:  # graded cell the grader did not report (a notebook that did not run)
+        status, score, max_score, message = "not-run", 0.0, number(points), ""
+    else:
+        status = str(cell.get("status") or "failed")
+        score, max_score = number(cell.get("score")), number(cell.get("max_score", points))
+        message = clip(str(cell.get("message") or ""), MAX_MESSAGE_CHARS)
+    label, symbol = CELL_STATUS.get(status, (status.capitalize(), "\u2022"))
+    if status == "passed" and 0 < score < max_score:
+        label, symbol = "Partial credit", "\u25d0"
+    return TestRow(grade_id, _anchor(grade_id), score, max_score, status, label, symbol, message)
+
+
+def _blocks(
+    release_nb: NotebookNode, submitted_nb: NotebookNode, tests: dict[str, TestRow]
+) -> list[Block]:
+    """Walk the release notebook, merging in the learner's cells."""
+    matches, added = _align(release_nb.cells, submitted_nb.cells)
+    blocks = [_added_block(cell) for cell in added.get(-1, [])]
+    for index, cell in enumerate(release_nb.cells):
+        meta = nbgrader_meta(cell)
+        gid = meta.get("grade_id")
+        score = tests.get(gid) if meta.get("grade") else None
+        if meta.get("solution"):
+            # The learner's answer (with its score when it is graded as an answer).
+            mine = matches.get(index)
+            if mine is None:
+                blocks.append(Block("removed", label=gid or "answer", test=score))
+            else:
+                blocks.append(Block("answer", _learner_source(mine), gid or "answer", score))
+        elif score is not None:
+            # A test cell: the release source (never the submitted or instructor one).
+            blocks.append(Block("test", _code(_strip_hidden(cell.source)), gid, score))
+        elif cell.cell_type == "markdown":
+            # Only the lesson's headings (its parts and their points): the page is about
+            # the learner's work, and the notebook they have holds the rest of the text.
+            headings = _headings(cell.source)
+            if headings:
+                blocks.append(Block("markdown", _markdown(headings)))
+        elif cell.cell_type == "code" and cell.source.strip():
+            blocks.append(Block("provided", _code(_strip_hidden(cell.source)), "provided code"))
+        blocks.extend(_added_block(c) for c in added.get(index, []))
+    return blocks
+
+
+def _align(
+    release: list[NotebookNode], submitted: list[NotebookNode]
+) -> tuple[dict[int, NotebookNode], dict[int, list[NotebookNode]]]:
+    """Match submitted cells to release cells; return matches and the learner's added cells.
+
+    A submitted cell matches a release cell by nbgrader ``grade_id``, else by cell id, else by
+    identical source.  Unmatched submitted cells were added by the learner; each is attached to
+    the release cell that the nearest matched cell above it belongs to (-1: the top).
+    """
+    by_grade_id = {}
+    by_cell_id = {}
+    by_source: dict[str, list[int]] = {}
+    for i, cell in enumerate(release):
+        gid = nbgrader_meta(cell).get("grade_id")
+        if gid:
+            by_grade_id.setdefault(gid, i)
+        if cell.get("id"):
+            by_cell_id.setdefault(cell["id"], i)
+        by_source.setdefault(cell.source, []).append(i)
+
+    matches: dict[int, NotebookNode] = {}
+    added: dict[int, list[NotebookNode]] = {}
+    last = -1
+    for cell in submitted:
+        gid = nbgrader_meta(cell).get("grade_id")
+        candidates = [by_grade_id.get(gid)] if gid else []
+        candidates.append(by_cell_id.get(cell.get("id")))
+        candidates.extend(by_source.get(cell.get("source", ""), []))
+        index = next((i for i in candidates if i is not None and i not in matches), None)
+        # A graded cell keeps its grade_id: a learner's cell that only copies its source or id
+        # is the learner's own, not the test.
+        if index is not None and not gid and nbgrader_meta(release[index]).get("grade_id"):
+            index = None
+        if index is None:
+            added.setdefault(last, []).append(cell)
+        else:
+            matches[index] = cell
+            last = index
+    return matches, added
+
+
+def _added_block(cell: NotebookNode) -> Block:
+    return Block("added", _learner_source(cell), "a cell you added")
+
+
+def _learner_source(cell: NotebookNode) -> Markup:
+    """A learner's cell, escaped: code highlighted, text as preformatted text."""
+    source = _strip_hidden(str(cell.get("source", "")))
+    if cell.get("cell_type") == "code":
+        return _code(source)
+    return Markup('<pre class="text">{}</pre>').format(clip(source, MAX_SOURCE_CHARS))
+
+
+def _strip_hidden(source: str) -> str:
+    """Cut hidden-test and solution blocks, should a displayed source still hold one."""
+    source = _HIDDEN_BLOCK.sub("# (hidden tests are not shown)\n", source)
+    return _SOLUTION_BLOCK.sub("# (solution not shown)\n", source)
+
+
+def _code(source: str) -> Markup:
+    """Highlighted Python; pygments escapes every token."""
+    return Markup('<pre class="highlight"><code>{}</code></pre>').format(
+        _highlighted(clip(source, MAX_SOURCE_CHARS))
+    )
+
+
+@functools.lru_cache(maxsize=512)
+def _highlighted(source: str) -> Markup:
+    """Highlighting is most of a page's cost; release cells repeat on every student's page."""
+    return Markup(highlight(source, _LEXER, _FORMATTER))
+
+
+_LEXER = PythonLexer()
+
+
+_FORMATTER = HtmlFormatter(nowrap=True)
+
+
+class _SafeRenderer(mistune.HTMLRenderer):
+    """Markdown without raw HTML or remote images, its headings below the page's own."""
+
+    def heading(self, text: str, level: int, **attrs: Any) -> str:
+        return super().heading(text, min(level + 2, 6), **attrs)
+
+    def image(self, text: str, url: str, title: str | None = None) -> str:
+        return f'<span class="image-alt">[image: {text}]</span>'
+
+
+def _render_math(renderer: Any, text: str) -> str:
+    return '<code class="math">' + renderer.escape_attribute(text) + "</code>"
+
+
+def _headings(source: str) -> str:
+    """The ATX headings (``## Part 1 ...``) of a Markdown text, outside code fences."""
+    lines, fence = [], None
+    for line in source.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            marker = stripped[:3]
+            fence = None if fence == marker else (fence or marker)
+        elif fence is None and re.match(r"#{1,6}\s+\S", stripped):
+            lines.append(stripped)
+    return "\n\n".join(lines)
+
+
+@functools.cache
+def _markdown_parser() -> mistune.Markdown:
+    md = mistune.create_markdown(
+        escape=True, renderer=_SafeRenderer(escape=True), plugins=["table", "strikethrough", "math"]
+    )
+    md.renderer.register("block_math", _render_math)
+    md.renderer.register("inline_math", _render_math)
+    return md
+
+
+def _markdown(source: str) -> Markup:
+    """Instructor Markdown as HTML, raw HTML escaped."""
+    return Markup(_markdown_parser()(_strip_hidden(clip(source, MAX_SOURCE_CHARS))))
+
+
+def _anchor(grade_id: str) -> str:
+    return "cell-" + re.sub(r"[^A-Za-z0-9_-]+", "-", grade_id)

@@ -1,0 +1,320 @@
+"""Build the instructor's report for one assignment: ``reports/<assignment>/report.html``.
+
+The report reads the per-student results that ``grade`` wrote
+(``reports/<assignment>/results/<student>.json``) and shows, on one self-contained page:
+
+* a summary (students, mean and median score, how many per status);
+* the distribution of total scores (histogram);
+* the pass rate of every test cell (bar chart and table);
+* the most frequent failure messages, grouped, with the cells they come from;
+* the submissions that failed, timed out, were invalid or were flagged, with reasons.
+
+Figures are drawn with matplotlib's Agg canvas and embedded as base64 PNG data URIs;
+everything that comes from a submission is escaped by the template.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, PercentFormatter
+
+from autograder.course import UsageError
+from autograder.grading.results import Status
+from autograder.render.page import (
+    NOT_GRADED,
+    SUBMISSION_STATUS,
+    autograded_ids,
+    check_assignment,
+    clip,
+    load_results,
+    number,
+    points,
+    release_notebooks,
+    render_page,
+)
+
+#: How many groups of failure messages the report lists.
+TOP_MESSAGES = 15
+#: Statuses in the order the summary lists them.
+STATUSES = tuple(s.value for s in Status)
+
+_NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+_BAR = "#0550ae"
+
+
+def write_report(course: Path, assignment: str) -> Path:
+    """Write ``reports/<assignment>/report.html`` from the recorded results; its path."""
+    check_assignment(course, assignment)
+    results = load_results(course, assignment)
+    out = course / "reports" / assignment / "report.html"
+    html = render_report(
+        assignment,
+        results,
+        cell_order=_release_order(course, assignment),
+        feedback_links=_feedback_links(course, assignment, results, out.parent),
+    )
+    out.write_text(html, encoding="utf-8")
+    return out
+
+
+def render_report(
+    assignment: str,
+    results: dict[str, dict],
+    *,
+    cell_order: list[str] | None = None,
+    feedback_links: dict[str, str] | None = None,
+) -> str:
+    """Return the report page for ``results`` (student id -> result dict).
+
+    ``cell_order`` lists test grade_ids in notebook order (default: order of first appearance);
+    ``feedback_links`` maps a student to the relative URL of their feedback page.
+    """
+    students = [results[s] | {"student": s} for s in sorted(results)]
+    links = feedback_links or {}
+    max_score = max((number(r.get("max_score")) for r in students), default=0.0)
+    scores = [number(r.get("score")) for r in students]
+    cells = _cell_stats(students, cell_order or [])
+
+    counts = Counter(r.get("status", "invalid") for r in students)
+    flagged = [r for r in students if _flags(r)]
+    summary = {
+        "students": len(students),
+        "mean": points(statistics.fmean(scores)) if scores else "–",
+        "median": points(statistics.median(scores)) if scores else "–",
+        "max_score": points(max_score),
+        "statuses": [
+            (SUBMISSION_STATUS.get(s, s), counts.get(s, 0))
+            for s in (*STATUSES, *sorted(set(counts) - set(STATUSES)))
+        ],
+        "flagged": len(flagged),
+    }
+    problems = [
+        Problem.of(r, links.get(r["student"]))
+        for r in students
+        if r.get("status") != "graded" or _flags(r)
+    ]
+    page = {
+        "title": f"Report: {assignment}",
+        "wide": True,
+        "assignment": assignment,
+        "summary": summary,
+        "histogram": _png(_histogram(scores, max_score)),
+        "pass_chart": _png(_pass_rates(cells)) if cells else None,
+        "cells": cells,
+        "messages": _message_groups(students),
+        "problems": problems,
+        "rows": [Problem.of(r, links.get(r["student"])) for r in students],
+    }
+    return render_page("report.html.j2", page)
+
+
+# ----------------------------------------------------------------------------------------
+# Tables
+# ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class CellStats:
+    """How one test cell went across the class."""
+
+    grade_id: str
+    max_score: float = 0.0
+    ran: int = 0
+    passed: int = 0
+    by_status: Counter = field(default_factory=Counter)
+    points: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.ran if self.ran else 0.0
+
+    @property
+    def rate_text(self) -> str:
+        return f"{100 * self.rate:.0f}%" if self.ran else "–"
+
+    @property
+    def max_text(self) -> str:
+        return points(self.max_score)
+
+    @property
+    def mean_text(self) -> str:
+        return points(self.points / self.ran) if self.ran else "–"
+
+
+@dataclass
+class Problem:
+    """A submission's row: its status, score, reason and flags."""
+
+    student: str
+    status: str
+    label: str
+    score: str
+    max_score: str
+    reason: str
+    flags: list[str]
+    seconds: str
+    link: str | None
+
+    @classmethod
+    def of(cls, result: dict, link: str | None) -> Problem:
+        status = str(result.get("status", "invalid"))
+        seconds = result.get("seconds")
+        return cls(
+            student=result["student"],
+            status=status,
+            label=SUBMISSION_STATUS.get(status, status),
+            score=points(result.get("score")),
+            max_score=points(result.get("max_score")),
+            reason=clip(str(result.get("reason") or ""), 1000),
+            flags=_flags(result),
+            seconds=f"{number(seconds):.1f}" if seconds is not None else "–",
+            link=link,
+        )
+
+
+def _flags(result: dict) -> list[str]:
+    """The submission's flags, then each cell's, prefixed with the cell's grade_id."""
+    flags = [str(f) for f in result.get("flags") or []]
+    for cell in result.get("cells") or []:
+        flags += [f"{cell.get('grade_id')}: {f}" for f in cell.get("flags") or []]
+    return list(dict.fromkeys(flags))  # each once, in order
+
+
+def _cell_stats(students: list[dict], order: list[str]) -> list[CellStats]:
+    stats: dict[str, CellStats] = {gid: CellStats(gid) for gid in order}
+    for result in students:
+        for cell in result.get("cells") or []:
+            gid = str(cell.get("grade_id"))
+            s = stats.setdefault(gid, CellStats(gid))
+            status = str(cell.get("status") or "failed")
+            s.max_score = max(s.max_score, number(cell.get("max_score")))
+            if str(cell.get("message") or "").startswith(NOT_GRADED):
+                s.by_status["not-run"] += 1  # the notebook never ran: not a failure of this cell
+                continue
+            s.ran += 1
+            s.passed += status == "passed"
+            s.by_status[status] += 1
+            s.points += number(cell.get("score"))
+    return list(stats.values())
+
+
+def _message_groups(students: list[dict]) -> list[dict]:
+    """Group failure messages that differ only in numbers; most widespread first."""
+    groups: dict[str, dict] = {}
+    for result in students:
+        for cell in result.get("cells") or []:
+            message = str(cell.get("message") or "").strip()
+            if cell.get("status") == "passed" or not message or message.startswith(NOT_GRADED):
+                continue
+            key = _NUMBER.sub("#", " ".join(message.split()))[:500]
+            group = groups.setdefault(
+                key, {"count": 0, "texts": Counter(), "cells": Counter(), "students": set()}
+            )
+            group["count"] += 1
+            group["texts"][message] += 1
+            group["cells"][str(cell.get("grade_id"))] += 1
+            group["students"].add(result["student"])
+    # Most students first: a mistake many learners share matters more than one notebook
+    # that fails every cell.
+    ranked = sorted(
+        groups.values(),
+        key=lambda g: (-len(g["students"]), -g["count"], g["texts"].most_common(1)[0][0]),
+    )
+    return [
+        {
+            "example": clip(g["texts"].most_common(1)[0][0], 1500),
+            "variants": len(g["texts"]),
+            "count": g["count"],
+            "students": len(g["students"]),
+            "cells": sorted(g["cells"].items(), key=lambda kv: (-kv[1], kv[0])),
+        }
+        for g in ranked[:TOP_MESSAGES]
+    ]
+
+
+def _release_order(course: Path, assignment: str) -> list[str]:
+    """Graded grade_ids in release-notebook order (empty when there is no release)."""
+    try:
+        notebooks = release_notebooks(course, assignment)
+    except UsageError:
+        return []
+    return [gid for nb in notebooks.values() for gid in autograded_ids(nb)]
+
+
+def _feedback_links(
+    course: Path, assignment: str, results: dict[str, dict], start: Path
+) -> dict[str, str]:
+    """Relative links from the report to each student's (first) feedback page, if written."""
+    links = {}
+    for student in results:
+        pages = sorted((course / "feedback" / student / assignment).glob("*.html"))
+        if pages:
+            links[student] = Path(os.path.relpath(pages[0], start)).as_posix()
+    return links
+
+
+# ----------------------------------------------------------------------------------------
+# Figures
+# ----------------------------------------------------------------------------------------
+
+
+def _histogram(scores: list[float], max_score: float) -> Figure:
+    fig = Figure(figsize=(8, 3.6), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    # One bar per point when the scale is short, twenty bins otherwise.
+    top = max(max_score, max(scores, default=0.0), 1.0)
+    if top <= 30:
+        edges = [x - 0.5 for x in range(int(top) + 2)]
+    else:
+        edges = [top * i / 20 for i in range(21)]
+    ax.hist(scores, bins=edges, color=_BAR, edgecolor="white")
+    if scores:
+        mean, median = statistics.fmean(scores), statistics.median(scores)
+        ax.axvline(mean, color="#b3261e", linestyle="--", label=f"mean {points(mean)}")
+        ax.axvline(median, color="#1f2328", linestyle=":", label=f"median {points(median)}")
+        ax.legend(frameon=False, loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=2)
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_xlabel(f"total score (points, out of {points(max_score)})")
+    ax.set_ylabel("students")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def _pass_rates(cells: list[CellStats]) -> Figure:
+    fig = Figure(figsize=(8, 1.0 + 0.32 * len(cells)), dpi=100, layout="constrained")
+    ax = fig.add_subplot()
+    labels = [c.grade_id for c in cells]
+    rates = [c.rate for c in cells]
+    ys = range(len(cells))
+    ax.barh(ys, rates, color=_BAR, height=0.7)
+    # The count next to each bar: the chart reads without colour or the table.
+    for y, c in zip(ys, cells, strict=True):
+        ax.text(min(c.rate, 1.0) + 0.01, y, f"{c.passed}/{c.ran}", va="center", fontsize=8)
+    ax.set_yticks(list(ys), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.12)
+    ax.set_xticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+    ax.set_xlabel("share of the submissions that ran the cell and passed it")
+    ax.spines[["top", "right"]].set_visible(False)
+    return fig
+
+
+def _png(fig: Figure) -> str:
+    """The figure as a ``data:image/png;base64,...`` URI (Agg canvas, no pyplot state)."""
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

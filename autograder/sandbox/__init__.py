@@ -1,0 +1,53 @@
+"""Run learner kernels in a bubblewrap sandbox with resource limits.
+
+Every submission's Jupyter kernel runs as an unprivileged user in its own user, mount,
+pid, network, IPC and UTS namespaces (bubblewrap, ``bwrap``), under rlimits set by
+``prlimit``.  Inside, the kernel sees:
+
+* read-only: ``/usr`` (and the ``/bin``, ``/lib*`` links), the Python installation and
+  the virtualenv at their usual paths, and a copy of the reference package at
+  :data:`INNER_REFERENCE` (readable only while a test cell runs, when grading as root);
+* read-write, size-capped tmpfs: ``/tmp`` (its home), and its working directory, which
+  has the notebook's path (so relative paths behave) and shows the files next to the
+  notebook read-only, but not the notebooks themselves (they hold the hidden tests);
+* nothing else: not the course (``source/``, ``release/``, ``gradebook.db``, other
+  students' ``submitted/``), not the instructor's home, not other workers' jobs.
+
+It has no network at all, not even the host's loopback.  The grader talks to the
+kernel over ZeroMQ ``ipc`` sockets that the kernel creates inside its own tmpfs; the
+grader reaches them through ``/proc/<pid>/root``, so nothing on the host is writable
+from inside.
+
+When the grader runs as root, the kernel runs as uid 65534 (``nobody``): the launch goes
+through ``unshare --mount`` (a private mount namespace, invisible to the host, where the
+paths an unprivileged user cannot reach are bind-mounted to reachable mount points) and
+``setpriv`` (drop to the unprivileged uid) before ``bwrap``.  Otherwise it runs as the
+grader's own uid, mapped into a user namespace.
+
+The worker calls :func:`configure` on the job's nbgrader config and passes its
+``Execute`` class through :func:`executor`; nbgrader then creates a
+:class:`SandboxedKernelManager` for each notebook.  :func:`kill_leftovers`
+cleans up after a job.  See ``SECURITY.md`` for what this does and does not prevent.
+"""
+
+from autograder.sandbox.check import sandbox_problem
+from autograder.sandbox.cleanup import kill_leftovers, running
+from autograder.sandbox.executor import configure, executor
+from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
+from autograder.sandbox.launch import python_mounts, visible_entries
+from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
+
+__all__ = [
+    "INNER_REFERENCE",
+    "SANDBOX_UID",
+    "JobKernels",
+    "Limits",
+    "SandboxedKernelManager",
+    "configure",
+    "executor",
+    "kill_leftovers",
+    "python_mounts",
+    "running",
+    "sandbox_problem",
+    "visible_entries",
+]

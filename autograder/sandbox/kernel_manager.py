@@ -1,0 +1,241 @@
+"""The kernel manager that starts each kernel in the sandbox and talks to it there.
+
+:class:`SandboxedKernelManager` launches the kernel through :class:`Launch`, reaches its
+ZeroMQ ``ipc`` sockets through ``/proc/<pid>/root``, interrupts the kernel itself (not
+bubblewrap), and keeps the integrity monitor's evidence that arrives on its pipe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from traitlets import Bool, Float, Instance, Integer, List, Unicode
+
+from autograder.sandbox.cleanup import process_identity
+from autograder.sandbox.launch import Launch
+from autograder.sandbox.limits import INNER_RUN, PASSED_ENV, RUNTIME_DIR, Limits
+
+
+class JobKernels:
+    """The sandboxed kernels started for one job, shared by reference through its config.
+
+    :func:`~autograder.sandbox.executor.configure` puts one in the job's nbgrader config
+    (``SandboxedKernelManager.kernels``); every kernel manager of the job adds itself, and
+    the reference gate (``on_cell_execute``) and ``CollectProbes`` reach the kernel that
+    ran a notebook through it.  traitlets deep-copies config values into each object it
+    configures; a copy of this handle is the handle itself, so they all share one.
+    """
+
+    def __init__(self) -> None:
+        self._managers: list[SandboxedKernelManager] = []
+
+    def __deepcopy__(self, memo: dict) -> JobKernels:
+        return self
+
+    def __copy__(self) -> JobKernels:
+        return self
+
+    def add(self, km: SandboxedKernelManager) -> None:
+        self._managers.append(km)
+
+    def active(self) -> SandboxedKernelManager | None:
+        """The kernel manager started last (a worker grades one notebook at a time)."""
+        return self._managers[-1] if self._managers else None
+
+    def evidence_for(self, notebook_dir: Path | str) -> list[dict] | None:
+        """Integrity evidence from the kernel that ran in ``notebook_dir``, or None."""
+        path = os.path.realpath(notebook_dir)
+        for km in reversed(self._managers):
+            if km.kernel_cwd == path:
+                return km.evidence()
+        return None
+
+    def gate_reference(self, *, cell: dict, cell_index: int) -> None:
+        """nbclient ``on_cell_execute`` hook: the reference is readable only in test cells."""
+        km = self.active()
+        if km is not None:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            km.set_reference_readable(bool(meta.get("grade")) and not meta.get("solution"))
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """An ``AsyncKernelManager`` whose kernel runs in the bubblewrap sandbox."""
+
+    job_dir = Unicode("", help="The job's scratch directory (runtime files go in .sandbox/).").tag(
+        config=True
+    )
+    kernels = Instance(
+        JobKernels, allow_none=True, help="The job's kernels, which this one joins."
+    ).tag(config=True)
+    memory_bytes = Integer(Limits.memory_bytes).tag(config=True)
+    cpu_seconds = Integer(Limits.cpu_seconds).tag(config=True)
+    max_processes = Integer(Limits.max_processes).tag(config=True)
+    file_size_bytes = Integer(Limits.file_size_bytes).tag(config=True)
+    scratch_bytes = Integer(Limits.scratch_bytes).tag(config=True)
+    reference_packages = List(
+        Unicode(), ["specdec_reference"], help="Packages copied read-only into the sandbox."
+    ).tag(config=True)
+    gate_reference = Bool(
+        True, help="Keep the reference unreadable except while a test cell runs (root only)."
+    ).tag(config=True)
+    start_timeout = Float(30.0, help="Seconds bwrap has to report the sandbox running.").tag(
+        config=True
+    )
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.transport = "ipc"
+        self._launch: Launch | None = None
+        self._init_pid: int | None = None
+        self.kernel_cwd: str | None = None  #: where the kernel runs (real path)
+        self._evidence: list[dict] = []
+        self._evidence_thread: threading.Thread | None = None
+
+    # -- start ------------------------------------------------------------------------------
+    async def _async_pre_start_kernel(self, **kw):
+        self.kernel_id = self.kernel_id or kw.pop("kernel_id", None) or str(uuid.uuid4())
+        run_dir = self._runtime_root() / self.kernel_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(run_dir, 0o700)
+        self.transport = "ipc"
+        self.ip = f"{INNER_RUN}/kernel"  # the kernel's view; the client's is set at launch
+        self.connection_file = str(run_dir / "kernel.json")
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
+        run_dir = Path(self.connection_file).parent
+        cwd = Path(kw.pop("cwd", None) or os.getcwd()).resolve()
+        self.kernel_cwd = str(cwd)
+        command = [
+            f"{INNER_RUN}/kernel.json"
+            if os.path.realpath(arg) == os.path.realpath(self.connection_file)
+            else arg
+            for arg in kernel_cmd
+        ]
+        launch = Launch(
+            run_dir=run_dir,
+            cwd=cwd,
+            limits=Limits(
+                memory_bytes=self.memory_bytes,
+                cpu_seconds=self.cpu_seconds,
+                max_processes=self.max_processes,
+                file_size_bytes=self.file_size_bytes,
+                scratch_bytes=self.scratch_bytes,
+            ),
+            command=command,
+            env={k: v for k, v in (kw.get("env") or os.environ).items() if k in PASSED_ENV},
+            connection_file=Path(self.connection_file).read_bytes(),
+            reference_packages=list(self.reference_packages),
+            gate_reference=self.gate_reference,
+            evidence=True,
+        )
+        self._launch = launch
+        if self.kernels is not None:
+            self.kernels.add(self)
+        log = open(run_dir / "kernel.log", "ab")  # noqa: SIM115  (closed in cleanup)
+        launch.files.append(log)
+        kw.update(env=launch.outer_env, cwd="/", stdout=log, stderr=log, pass_fds=launch.pass_fds)
+        assert self.provisioner is not None
+        try:
+            info = await self.provisioner.launch_kernel(launch.argv, **kw)
+        finally:
+            launch.close_child_ends()
+        self._reconcile_connection_info(info)
+        self._init_pid = await asyncio.get_running_loop().run_in_executor(
+            None, launch.read_child_pid, self.start_timeout
+        )
+        if self._init_pid is None:
+            raise RuntimeError(f"the sandbox did not start: {launch.log_tail()}")
+        # The client reaches the kernel's sockets through the sandbox's root.
+        self.ip = f"/proc/{self._init_pid}/root{INNER_RUN}/kernel"
+        self._record_pid_namespace(self._init_pid)
+        self.log.debug("sandbox init pid %s", self._init_pid)
+        self._evidence_thread = threading.Thread(
+            target=launch.drain_evidence, args=(self._evidence,), daemon=True
+        )
+        self._evidence_thread.start()
+
+    # -- signals ----------------------------------------------------------------------------
+    async def _async_interrupt_kernel(self) -> None:
+        """SIGINT the kernel inside the sandbox; kill it if it ignores SIGINT.
+
+        The base class would signal bwrap's process group, which kills the sandbox.
+        """
+        pid = self._kernel_pid()
+        if pid is None:
+            return
+        if _ignores_sigint(pid):
+            self.log.warning("the kernel ignores SIGINT: killing it")
+            await self._async_kill_kernel()
+            return
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self._evidence_thread is not None:
+            self._evidence_thread.join(timeout=2)
+        if self._launch is not None:
+            self._launch.close()
+            self._launch = None
+
+    # AsyncKernelManager binds its public names to the base class's coroutines.
+    interrupt_kernel = _async_interrupt_kernel
+    cleanup_resources = _async_cleanup_resources
+
+    # -- information for the integrity checks -----------------------------------------------
+    def evidence(self) -> list[dict]:
+        """The integrity monitor's records received from the kernel so far."""
+        if self._evidence_thread is not None and self._evidence_thread.is_alive():
+            if not self.has_kernel:
+                self._evidence_thread.join(timeout=2)
+        return list(self._evidence)
+
+    def set_reference_readable(self, readable: bool) -> None:
+        if self._launch is not None:
+            self._launch.set_reference_readable(readable)
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _runtime_root(self) -> Path:
+        root = Path(self.job_dir) if self.job_dir else Path(tempfile.gettempdir())
+        path = root / RUNTIME_DIR
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def _kernel_pid(self) -> int | None:
+        """Host pid of the kernel: the child of the sandbox's init process."""
+        if self._init_pid is None:
+            return None
+        try:
+            kids = Path(f"/proc/{self._init_pid}/task/{self._init_pid}/children").read_text()
+            return int(kids.split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def _record_pid_namespace(self, pid: int) -> None:
+        identity = process_identity(pid)
+        if identity is None or identity[1] == os.readlink("/proc/self/ns/pid"):
+            self.log.warning("sandbox init %s is not in its own pid namespace", pid)
+            return
+        with open(self._runtime_root() / "sandboxes", "a") as f:
+            f.write(f"{pid} {identity[0]} {identity[1]}\n")
+
+
+def _ignores_sigint(pid: int) -> bool:
+    """True when the process has set SIGINT to SIG_IGN (an interrupt cannot stop it)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("SigIgn:"):
+                return bool(int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+    except (OSError, ValueError):
+        pass
+    return False

@@ -1,0 +1,465 @@
+"""One sandboxed process: the ``bwrap`` command line, its inherited fds and mount staging.
+
+:class:`Launch` builds the command that starts a command (a kernel, or the machine check)
+in bubblewrap under ``prlimit``, with the mounts described in :mod:`autograder.sandbox`,
+and reads back what the sandbox reports (its init pid, the monitor's evidence).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import select
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from autograder.sandbox.limits import (
+    EVIDENCE_FD_ENV,
+    INNER_HOME,
+    INNER_REFERENCE,
+    INNER_RUN,
+    MAX_EVIDENCE_BYTES,
+    SANDBOX_UID,
+    Limits,
+)
+
+_STAGE_SCRIPT = (
+    # Runs as root in a private mount namespace: bind each source onto its mount point
+    # (so the unprivileged bwrap below can reach it), then become the next command.
+    'n=$1; shift; while [ "$n" -gt 0 ]; do mount --bind -- "$1" "$2" || exit 125; '
+    'shift 2; n=$((n - 1)); done; exec "$@"'
+)
+
+
+class Launch:
+    """The command line, inherited fds and staging of one sandboxed process."""
+
+    def __init__(
+        self,
+        *,
+        run_dir: Path,
+        cwd: Path,
+        limits: Limits,
+        command: list[str],
+        env: dict[str, str] | None = None,
+        connection_file: bytes | None = None,
+        reference_packages: Iterable[str] = (),
+        gate_reference: bool = False,
+        evidence: bool = False,
+    ) -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.as_root = os.geteuid() == 0
+        self.uid = SANDBOX_UID if self.as_root else os.getuid()
+        self.gid = SANDBOX_UID if self.as_root else os.getgid()
+        self.files: list = []
+        self._child_fds: list[int] = []
+        self._stage: Path | None = None
+        self._mounts: list[tuple[str, str]] = []  # (host source, mount point) when root
+        self._gated: list[Path] = []
+        self.evidence_read_fd: int | None = None
+
+        self.info_read_fd, info_write = os.pipe()
+        self._child_fds.append(info_write)
+        args = [
+            "bwrap",
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--uid",
+            str(self.uid),
+            "--gid",
+            str(self.gid),
+            "--clearenv",
+        ]
+        inner_env = self._inner_env(env or {}, bool(reference_packages))
+        if evidence:
+            self.evidence_read_fd, evidence_write = os.pipe()
+            self._child_fds.append(evidence_write)
+            inner_env[EVIDENCE_FD_ENV] = str(evidence_write)
+        for key, value in sorted(inner_env.items()):
+            args += ["--setenv", key, value]
+
+        # The system: /usr read-only, /bin, /lib... as the host has them.
+        args += ["--ro-bind", "/usr", "/usr"]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            if os.path.islink(top):
+                args += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                args += ["--ro-bind", top, top]
+        args += ["--dir", "/etc"]
+        if os.path.exists("/etc/ld.so.cache"):
+            args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
+        args += self._data("/etc/passwd", self._passwd(), 0o444)
+        args += self._data("/etc/group", self._group(), 0o444)
+
+        # The reference package(s), copied so that the copy's permissions can be gated.
+        if reference_packages:
+            ref_root = self.run_dir / "reference"
+            ref_root.mkdir(exist_ok=True)
+            for name in reference_packages:
+                _copy_package(name, ref_root)
+            os.chmod(ref_root, 0o755)
+            # Gate the directory on sys.path itself: while it is unreadable, the import
+            # system sees no package there (rather than an empty namespace package).
+            self._gated.append(ref_root)
+            args += self._ro(str(ref_root), INNER_REFERENCE)
+            if gate_reference and self.as_root:
+                self.set_reference_readable(False)
+
+        # Devices, /proc, and small private tmpfs mounts for everything writable.
+        size = str(int(limits.scratch_bytes))
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--size", str(16 * 1024**2), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        args += ["--size", size, "--tmpfs", "/tmp", "--dir", INNER_HOME]
+        args += ["--dir", f"{INNER_HOME}/.config", "--dir", f"{INNER_HOME}/.config/matplotlib"]
+        fontlist = _matplotlib_font_cache()
+        if fontlist is not None:
+            args += self._data(
+                f"{INNER_HOME}/.config/matplotlib/{fontlist.name}",
+                fontlist.read_bytes(),
+                0o644,
+                writable=True,
+            )
+        args += ["--size", str(4 * 1024**2), "--tmpfs", INNER_RUN]
+        if connection_file is not None:
+            args += self._data(f"{INNER_RUN}/kernel.json", connection_file, 0o400)
+
+        # Python: the base installation and the virtualenv, read-only at their own paths.
+        # Bound after the sandbox's own tmpfs mounts, so that one living under /tmp (or
+        # /dev/shm, /run) is shown on top of them rather than hidden by them.
+        for source, dest in python_mounts():
+            args += self._ro(source, dest)
+
+        # The working directory: a tmpfs at the notebook's path, with read-only copies of
+        # the files next to the notebook (not the notebooks: they hold the hidden tests).
+        cwd = Path(cwd).resolve()
+        args += ["--size", size, "--tmpfs", str(cwd)]
+        for entry in visible_entries(cwd):
+            args += self._ro(str(entry), str(entry))
+        args += ["--chdir", str(cwd), "--info-fd", str(info_write), "--remount-ro", "/"]
+
+        # Limits for the kernel process and everything it starts.
+        cpu = int(limits.cpu_seconds)
+        args += [
+            "--",
+            "prlimit",
+            f"--as={int(limits.memory_bytes)}",
+            f"--cpu={cpu}:{cpu + 2}",
+            f"--nproc={int(limits.max_processes)}",
+            f"--fsize={int(limits.file_size_bytes)}",
+            "--core=0",
+            "--",
+            *command,
+        ]
+
+        if self.as_root:
+            stage = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
+            stage += [_STAGE_SCRIPT, "sh", str(len(self._mounts))]
+            for source, point in self._mounts:
+                stage += [source, point]
+            drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+            drop += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+            self.argv = stage + drop + args
+        else:
+            self.argv = args
+        self.outer_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+
+    # -- pieces of the command line -------------------------------------------------------
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        return tuple(self._child_fds)
+
+    def _ro(self, source: str, dest: str) -> list[str]:
+        """Bind ``source`` read-only at ``dest`` (through a staged mount point when root)."""
+        if not self.as_root:
+            return ["--ro-bind", source, dest]
+        if self._stage is None:
+            self._stage = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=scratch_root()))
+            os.chmod(self._stage, 0o755)
+        point = self._stage / str(len(self._mounts))
+        if os.path.isdir(source):
+            point.mkdir()
+        else:
+            point.touch()
+        self._mounts.append((source, str(point)))
+        return ["--ro-bind", str(point), dest]
+
+    def _data(self, dest: str, data: bytes, mode: int, writable: bool = False) -> list[str]:
+        """Put ``data`` in a file at ``dest`` (bwrap copies it from a pipe)."""
+        read_fd, write_fd = os.pipe()
+        # bwrap reads the whole pipe before starting the command; keep it small (< 64 KiB
+        # fits the pipe buffer) or write it from a thread.
+        threading.Thread(target=_write_all, args=(write_fd, data), daemon=True).start()
+        self._child_fds.append(read_fd)
+        op = "--file" if writable else "--ro-bind-data"
+        return ["--perms", f"{mode:o}", op, str(read_fd), dest]
+
+    def _inner_env(self, passed: dict[str, str], reference: bool) -> dict[str, str]:
+        env = dict(passed)
+        env.update(
+            PATH=f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin",
+            HOME=INNER_HOME,
+            TMPDIR="/tmp",
+            USER="learner",
+            LANG=passed.get("LANG", "C.UTF-8"),
+            MPLCONFIGDIR=f"{INNER_HOME}/.config/matplotlib",
+            IPYTHONDIR=f"{INNER_HOME}/.ipython",
+            JUPYTER_CONFIG_DIR=f"{INNER_HOME}/.jupyter",
+            JUPYTER_DATA_DIR=f"{INNER_HOME}/.local/share/jupyter",
+            JUPYTER_RUNTIME_DIR=f"{INNER_HOME}/.local/share/jupyter/runtime",
+            PYTHONDONTWRITEBYTECODE="1",
+            # One thread per BLAS call: the limits count threads, and workers share cores.
+            OPENBLAS_NUM_THREADS="1",
+            OMP_NUM_THREADS="1",
+            MKL_NUM_THREADS="1",
+            # glibc reserves 64 MiB of address space per thread arena; RLIMIT_AS counts it.
+            MALLOC_ARENA_MAX="2",
+        )
+        if reference:
+            env["PYTHONPATH"] = INNER_REFERENCE
+        return env
+
+    def _passwd(self) -> bytes:
+        lines = ["root:x:0:0:root:/root:/usr/sbin/nologin"]
+        name = "nobody" if self.uid == 65534 else "learner"
+        lines.append(f"{name}:x:{self.uid}:{self.gid}:learner:{INNER_HOME}:/usr/sbin/nologin")
+        if self.uid != 65534:
+            lines.append("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin")
+        return ("\n".join(lines) + "\n").encode()
+
+    def _group(self) -> bytes:
+        lines = ["root:x:0:"]
+        lines.append(f"{'nogroup' if self.gid == 65534 else 'learner'}:x:{self.gid}:")
+        return ("\n".join(lines) + "\n").encode()
+
+    # -- while it runs --------------------------------------------------------------------
+    def close_child_ends(self) -> None:
+        """Close the grader's copies of the fds the sandbox inherited."""
+        for fd in self._child_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._child_fds = []
+
+    def read_child_pid(self, timeout: float) -> int | None:
+        """Wait for bwrap's ``--info-fd`` report; return the sandbox init's host pid."""
+        data = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([self.info_read_fd], [], [], 0.1)
+            if not ready:
+                continue
+            chunk = os.read(self.info_read_fd, 4096)
+            if not chunk:
+                break
+            data += chunk
+            try:
+                return int(json.loads(data)["child-pid"])
+            except (ValueError, KeyError):
+                continue
+        return None
+
+    def drain_evidence(self, sink: list[dict]) -> None:
+        """Read the monitor's JSON lines until the sandbox closes the pipe (a thread)."""
+        if self.evidence_read_fd is None:
+            return
+        kept = 0
+        buffer = b""
+        path = self.run_dir / "evidence.jsonl"
+        with open(path, "ab") as out:
+            while True:
+                try:
+                    chunk = os.read(self.evidence_read_fd, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                if kept >= MAX_EVIDENCE_BYTES:
+                    continue  # keep draining so the kernel never blocks, but drop it
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    kept += len(line) + 1
+                    if kept > MAX_EVIDENCE_BYTES:
+                        sink.append({"kind": "evidence-overflow"})
+                        break
+                    out.write(line + b"\n")
+                    try:
+                        record = json.loads(line)
+                    except ValueError:
+                        record = {"kind": "garbled", "text": line[:200].decode("utf-8", "replace")}
+                    if isinstance(record, dict):
+                        sink.append(record)
+        try:
+            os.close(self.evidence_read_fd)
+        except OSError:
+            pass
+        self.evidence_read_fd = None
+
+    def set_reference_readable(self, readable: bool) -> None:
+        mode = 0o755 if readable else 0o700
+        for path in self._gated:
+            try:
+                if stat.S_IMODE(path.stat().st_mode) != mode:
+                    os.chmod(path, mode)
+                    # A new mtime makes the kernel's import system re-list the directory.
+                    os.utime(path, ns=(time.time_ns(), time.time_ns()))
+            except OSError:
+                pass
+
+    def log_tail(self, limit: int = 2000) -> str:
+        try:
+            text = (self.run_dir / "kernel.log").read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return text[-limit:].strip() or "(empty log)"
+
+    def close(self) -> None:
+        self.close_child_ends()
+        if self.info_read_fd is not None:
+            try:
+                os.close(self.info_read_fd)
+            except OSError:
+                pass
+            self.info_read_fd = None
+        for f in self.files:
+            f.close()
+        self.files = []
+        if self._stage is not None:
+            # Mount points only: the mounts themselves lived in the sandbox's namespace.
+            shutil.rmtree(self._stage, ignore_errors=True)
+            self._stage = None
+
+
+def scratch_root() -> str:
+    """``/tmp/specdec-sandbox``: mount points reachable by the sandbox's unprivileged user.
+
+    Directories left by a grader process that died (named after its pid) are removed.
+    Falls back to ``/tmp`` if the folder is not a plain directory of ours.
+    """
+    root = "/tmp/specdec-sandbox"
+    try:
+        os.mkdir(root, 0o755)
+    except FileExistsError:
+        pass
+    except OSError:
+        return "/tmp"
+    info = os.lstat(root)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return "/tmp"  # a symlink or someone else's folder: do not use (or clean) it
+    os.chmod(root, 0o755)
+    for entry in os.scandir(root):
+        owner = entry.name.split("-")[0]
+        if owner.isdigit() and not _pid_alive(int(owner)):
+            shutil.rmtree(entry.path, ignore_errors=True)
+    return root
+
+
+def visible_entries(cwd: Path) -> list[Path]:
+    """What a sandboxed kernel sees, read-only, next to its notebook in ``cwd``.
+
+    Not the notebooks (they hold the hidden tests), dotfiles, symlinks or special files.
+    """
+    return [
+        entry
+        for entry in sorted(Path(cwd).iterdir())
+        if entry.suffix != ".ipynb"
+        and not entry.name.startswith(".")
+        and not entry.is_symlink()
+        and (entry.is_file() or entry.is_dir())
+    ]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def python_mounts() -> list[tuple[str, str]]:
+    """(host source, path in the sandbox) for the Python installation a kernel runs on.
+
+    Each prefix (base installation, virtualenv) is bound at its real path and, when it is
+    reached through a symlink, at the path Python reports too (a kernel started as
+    ``<venv>/bin/python`` looks for its libraries there).  The directory of the real
+    interpreter is added when it lies outside every prefix.  Paths under ``/usr``, which
+    the sandbox shows whole, are left out.
+    """
+    wanted: dict[str, str] = {}
+    prefixes = {sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}
+    for path in sorted(prefixes):
+        real = os.path.realpath(path)
+        for dest in dict.fromkeys([real, os.path.abspath(path)]):
+            if not _under(dest, "/usr"):
+                wanted[dest] = real
+    interpreter = os.path.dirname(os.path.realpath(sys.executable))
+    if not any(_under(interpreter, dest) for dest in [*wanted, "/usr"]):
+        wanted[interpreter] = interpreter
+    # Parents before children: a bind inside a bound tree must come after it.
+    return [(wanted[dest], dest) for dest in sorted(wanted, key=lambda d: (d.count("/"), d))]
+
+
+def _under(path: str, root: str) -> bool:
+    """True when ``path`` is ``root`` or inside it (as written: no symlink is resolved)."""
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _copy_package(name: str, dest_root: Path) -> Path:
+    """Copy the importable package ``name`` (its files, compiled caches included)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"cannot find the package {name!r} to put in the sandbox")
+    source = Path(list(spec.submodule_search_locations)[0])
+    dest = dest_root / name
+    if not dest.exists():
+        shutil.copytree(source, dest, ignore=shutil.ignore_patterns("*.so.tmp", ".*"))
+    for path in [dest, *dest.rglob("*")]:
+        mode = 0o755 if path.is_dir() else 0o644
+        os.chmod(path, mode)
+    return dest
+
+
+@functools.cache
+def _matplotlib_font_cache() -> Path | None:
+    """The grader's matplotlib font cache, copied into each sandbox (saves ~1 s per kernel)."""
+    # Imported here, deliberately: matplotlib is heavy, only this needs it, and importing
+    # font_manager is what builds the cache (once, when the first kernel starts).
+    try:
+        from matplotlib import font_manager
+    except Exception:  # matplotlib missing or broken: kernels rebuild their own cache
+        return None
+    import matplotlib
+
+    path = (
+        Path(matplotlib.get_cachedir()) / f"fontlist-v{font_manager.FontManager.__version__}.json"
+    )
+    return path if path.is_file() else None
