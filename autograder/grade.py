@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from autograder import sandbox as sandboxing
@@ -50,8 +51,12 @@ def grade(
     feedback: bool = True,
     executor_factory: ExecutorFactory = local_executor,
     job_fn: Callable[[Job], SubmissionResult] = grade_job,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[str, int, int, int], None] | None = None,
     keep_scratch: bool = False,
+    scheduler: str | None = None,
+    cluster: str | None = None,
+    security: Path | str | None = None,
+    hard_timeout: float | None = None,
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
@@ -69,7 +74,13 @@ def grade(
     executor_factory : ``workers -> concurrent.futures.Executor`` that runs ``job_fn``
         (default: local worker processes; a cluster's executor plugs in here)
     job_fn : grades one :class:`Job` in a worker (default :func:`grade_job`)
-    progress : called as ``progress(student, n, total)`` after each recorded result
+    progress : called as ``progress(student, n, total, workers)`` after each recorded result
+    scheduler : grade on the Dask cluster of this scheduler (``tcp://`` or ``tls://``)
+    cluster : ``"local"`` or ``"local:N"``: grade on a Dask ``LocalCluster`` of N one-thread
+        worker processes started for this run (default N: the number of CPUs)
+    security : folder with ``ca.pem``, ``cert.pem``, ``key.pem``: Dask's TLS for the above
+    hard_timeout : seconds after which a job's worker is killed (default: the notebook's
+        time limit, twice the cell limit, and two minutes)
 
     Raises
     ------
@@ -85,7 +96,7 @@ def grade(
     # The instructor's own errors (no such folder, nothing in it) come before any check of
     # the machine, so that they are reported as what they are.
     subs = collect(submissions, notebook=notebook)
-    if executor_factory is local_executor:
+    if executor_factory is local_executor and not (scheduler or cluster):
         start_local_workers()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
@@ -94,7 +105,7 @@ def grade(
     sync_gradebook(root, assignment, template_hash)
     test_cells = template_test_cells(template, assignment, notebook)
 
-    out = GradeResult(assignment, root)
+    out = GradeResult(assignment, root, workers=workers or os.cpu_count() or 1)
     results_dir = out.reports / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
@@ -108,7 +119,13 @@ def grade(
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
     jobs: list[Job] = []
     pages: set[str] = set()  # students whose feedback page this run wrote
+    engines = ExitStack()
+    engine = None
     try:
+        if scheduler or cluster:
+            engine = engines.enter_context(_dask_engine(scheduler, cluster, security))
+            executor_factory = engine.executor
+            out.engine, out.workers = engine.description, engine.workers()
         for sub in subs:
             data = readable_notebook(sub)
             previous = load_result(results_dir / f"{sub.student}.json")
@@ -139,11 +156,11 @@ def grade(
                 )
             )
         total = len(jobs)
-        hard = notebook_timeout + 2 * timeout + 120
+        hard = hard_timeout or notebook_timeout + 2 * timeout + 120
         for n, (job, result) in enumerate(
             run_jobs(
                 jobs,
-                workers=workers or os.cpu_count() or 1,
+                workers=out.workers,
                 hard_timeout=hard,
                 executor_factory=executor_factory,
                 fn=job_fn,
@@ -156,8 +173,9 @@ def grade(
                 _write_feedback(assignment, root, job.student)
                 pages.add(job.student)
             if progress:
-                progress(job.student, n, total)
+                progress(job.student, n, total, engine.workers() if engine else out.workers)
     finally:
+        engines.close()
         shutil.rmtree(run_root, ignore_errors=True)
 
     out.results = load_results(results_dir)
@@ -167,6 +185,14 @@ def grade(
             if student not in pages:
                 _write_feedback(assignment, root, student)
     return out
+
+
+def _dask_engine(scheduler: str | None, cluster: str | None, security: Path | str | None):
+    """Connect to the Dask cluster asked for (imported here: an optional, slow import)."""
+    # distributed takes about a second to import; only --scheduler/--cluster runs need it.
+    from autograder.grading.cluster_pool import DaskEngine
+
+    return DaskEngine.connect(scheduler=scheduler, cluster=cluster, security=security)
 
 
 def _sandbox_limits() -> sandboxing.Limits:

@@ -161,6 +161,8 @@ class GradeResult:
     results: dict[str, SubmissionResult] = field(default_factory=dict)
     graded_now: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)  #: unchanged since an earlier run
+    workers: int = 0  #: worker processes the run graded with (a cluster's: when it started)
+    engine: str = "local pool"  #: where the jobs ran: the local pool, a LocalCluster, a scheduler
 
     @property
     def reports(self) -> Path:

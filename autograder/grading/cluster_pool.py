@@ -8,7 +8,7 @@ as many jobs in flight as the cluster has worker threads, so that each one-threa
 worker holds one job and a worker that dies takes only its own job with it.
 
 The worker side (the preload, the check that a worker grades as the instructor does,
-the template each worker receives once per template hash) is ``autograder.cluster``.
+the template each worker receives once per template hash) is ``cluster_worker``.
 Failures map onto the local pool's results: a job whose workers died (Dask's
 ``KilledWorker``, after ``allowed-failures`` retries elsewhere) is ``failed`` with the
 same reason as a crash in the local pool; a job past its hard deadline is cancelled and
@@ -23,11 +23,19 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from contextlib import ExitStack
 from pathlib import Path
 
+import dask
+from distributed import Client, LocalCluster
+from distributed.scheduler import KilledWorker
+from distributed.security import Security
+
 from autograder.course import UsageError
+from autograder.grading import cluster_worker
+from autograder.grading.cluster_worker import run_job
+from autograder.grading.pool import ClusterExecutor, start_local_workers
 
 #: Scheduler settings that grading relies on: a job is retried once on another worker
 #: (a worker killed from outside costs nothing) and blamed when it kills a second one;
@@ -52,14 +60,12 @@ def local_workers(spec: str) -> int:
     return int(count)
 
 
-def tls_security(folder: Path | str, *, local: bool = False):
+def tls_security(folder: Path | str, *, local: bool = False) -> Security:
     """Dask TLS settings from a folder holding ``ca.pem``, ``cert.pem`` and ``key.pem``.
 
     For a ``LocalCluster`` (``local``), the scheduler and the workers use the same
     certificate as the client.
     """
-    from distributed.security import Security
-
     folder = Path(folder)
     missing = [name for name in TLS_FILES if not (folder / name).is_file()]
     if missing:
@@ -93,14 +99,6 @@ class DaskEngine:
         security: Path | str | None = None,
     ) -> DaskEngine:
         """Connect to ``scheduler``, or start the ``LocalCluster`` that ``cluster`` names."""
-        try:
-            import dask
-            from distributed import Client, LocalCluster
-        except ImportError as exc:
-            raise UsageError(
-                f"grading on Dask needs the distributed package ({exc}); "
-                "install it with: pip install 'specdec-course[dask]'"
-            ) from exc
         if (scheduler is None) == (cluster is None):
             raise UsageError("give either --scheduler ADDRESS or --cluster local[:N]")
         stack = ExitStack()
@@ -108,7 +106,11 @@ class DaskEngine:
             if cluster is not None:
                 n = local_workers(cluster)
                 sec = tls_security(security, local=True) if security else None
-                with dask.config.set(SCHEDULER_CONFIG):
+                # The workers fork from the local pool's forkserver, which has imported
+                # nbgrader and this module once, instead of each importing them anew.
+                start_local_workers(["autograder.grading.cluster_worker"])
+                forked = {"distributed.worker.multiprocessing-method": "forkserver"}
+                with dask.config.set({**SCHEDULER_CONFIG, **forked}):
                     local = stack.enter_context(
                         LocalCluster(
                             n_workers=n,
@@ -118,6 +120,8 @@ class DaskEngine:
                             security=sec,
                             host="127.0.0.1",
                             dashboard_address=None,
+                            # no dashboard; its HTTP server (health checks) on a free port
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
                             worker_dashboard_address=None,
                             preload=["autograder.cluster"],
                             silence_logs=logging.ERROR,
@@ -170,13 +174,11 @@ class DaskEngine:
 
     def ship(self, template: Path) -> str:
         """Give every worker ``template`` (once per template hash); return the plugin's name."""
-        from autograder import cluster
-
         name = self._plugins.get(template)
         if name is None:
-            name = cluster.plugin_name(template)
-            bundle = cluster.pack_template(template)
-            plugin = cluster.CourseSetup(cluster.fingerprint(), name, bundle)
+            name = cluster_worker.plugin_name(template)
+            bundle = cluster_worker.pack_template(template)
+            plugin = cluster_worker.CourseSetup(cluster_worker.fingerprint(), name, bundle)
             try:
                 self.client.register_plugin(plugin, name=name)
             except Exception as exc:  # a worker that grades differently refused and closes
@@ -202,8 +204,6 @@ class DaskEngine:
             )
 
     def _check_workers(self) -> None:
-        from autograder import cluster
-
         try:
             self.client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
         except TimeoutError as exc:
@@ -211,17 +211,17 @@ class DaskEngine:
                 f"no Dask worker joined {self.description} within {WORKER_WAIT_SECONDS:g} s; "
                 "start workers with: dask worker ADDRESS --nthreads 1 --preload autograder.cluster"
             ) from exc
-        expected = cluster.fingerprint()
+        expected = cluster_worker.fingerprint()
         try:
-            found = self.client.run(cluster.fingerprint, on_error="return")
+            found = self.client.run(cluster_worker.fingerprint, on_error="return")
         except Exception as exc:
             raise UsageError(f"cannot ask the Dask workers what they run: {exc}") from exc
         problems = {}
         for address, theirs in found.items():
             if isinstance(theirs, BaseException):
                 problems[address] = f"cannot run the grader there: {theirs!r}"
-            elif cluster.differences(expected, theirs):
-                problems[address] = "; ".join(cluster.differences(expected, theirs))
+            elif cluster_worker.differences(expected, theirs):
+                problems[address] = "; ".join(cluster_worker.differences(expected, theirs))
         for address, problem in problems.items():
             print(f"warning: worker {address} will not grade: {problem}", file=sys.stderr)
         if len(problems) == len(found):
@@ -239,7 +239,7 @@ def _scheduler_settings(dask_scheduler) -> dict:
     }
 
 
-class DaskExecutor(Executor):
+class DaskExecutor(ClusterExecutor):
     """``concurrent.futures`` futures for grading jobs run as Dask tasks.
 
     Besides ``submit`` and ``shutdown``, it tells ``run_jobs`` how many jobs to keep in
@@ -255,8 +255,6 @@ class DaskExecutor(Executor):
         self._lock = threading.Lock()  # Dask runs done-callbacks in a thread of its own
 
     def submit(self, fn, job) -> Future:
-        from autograder.cluster import run_job
-
         name = self._engine.ship(job.template)
         task = self._client.submit(
             run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
@@ -288,11 +286,8 @@ class DaskExecutor(Executor):
         """Jobs to keep in flight: one per worker thread the scheduler has now."""
         return self._engine.workers()
 
-    @staticmethod
-    def lost_worker(exc: BaseException) -> bool:
-        """Whether ``exc`` means the job's workers died running it (and nothing else)."""
-        from distributed.scheduler import KilledWorker
-
+    def lost_worker(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means the job's workers died running it (Dask gave up on it)."""
         return isinstance(exc, KilledWorker)
 
     def abandon(self, futures: Iterable[Future]) -> None:
