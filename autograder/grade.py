@@ -96,36 +96,38 @@ def grade(
     # The instructor's own errors (no such folder, nothing in it) come before any check of
     # the machine, so that they are reported as what they are.
     subs = collect(submissions, notebook=notebook)
-    if executor_factory is local_executor and not (scheduler or cluster):
+    on_dask = bool(scheduler or cluster)
+    if executor_factory is local_executor and not on_dask:
         start_local_workers()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
-    limits = _sandbox_limits() if sandbox else None
-    template, template_hash = build_template(root, assignment)
-    sync_gradebook(root, assignment, template_hash)
-    test_cells = template_test_cells(template, assignment, notebook)
-
+    # The sandbox must run where the kernels run: here, or on a scheduler's workers (their
+    # preload checks it there).
+    limits = _sandbox_limits(check=not scheduler) if sandbox else None
     out = GradeResult(assignment, root, workers=workers or os.cpu_count() or 1)
-    results_dir = out.reports / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
-    flags = {sub.student: sub.flags for sub in subs}
-
-    def finish(result: SubmissionResult) -> None:
-        result.key = keys[result.student]
-        record(root, config, notebook, test_cells, result, results_dir)
-        out.graded_now.append(result.student)
-
+    engines = ExitStack()
+    engine = None
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
     jobs: list[Job] = []
     pages: set[str] = set()  # students whose feedback page this run wrote
-    engines = ExitStack()
-    engine = None
     try:
-        if scheduler or cluster:
+        if on_dask:  # first, so that a wrong address or option fails at once
             engine = engines.enter_context(_dask_engine(scheduler, cluster, security))
             executor_factory = engine.executor
             out.engine, out.workers = engine.description, engine.workers()
+        template, template_hash = build_template(root, assignment)
+        sync_gradebook(root, assignment, template_hash)
+        test_cells = template_test_cells(template, assignment, notebook)
+        results_dir = out.reports / "results"
+        results_dir.mkdir(parents=True, exist_ok=True)
+        keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
+        flags = {sub.student: sub.flags for sub in subs}
+
+        def finish(result: SubmissionResult) -> None:
+            result.key = keys[result.student]
+            record(root, config, notebook, test_cells, result, results_dir)
+            out.graded_now.append(result.student)
+
         for sub in subs:
             data = readable_notebook(sub)
             previous = load_result(results_dir / f"{sub.student}.json")
@@ -195,9 +197,9 @@ def _dask_engine(scheduler: str | None, cluster: str | None, security: Path | st
     return DaskEngine.connect(scheduler=scheduler, cluster=cluster, security=security)
 
 
-def _sandbox_limits() -> sandboxing.Limits:
+def _sandbox_limits(check: bool = True) -> sandboxing.Limits:
     """The sandbox's default limits, once it is known to run here (else a UsageError)."""
-    problem = sandboxing.sandbox_problem()
+    problem = sandboxing.sandbox_problem() if check else None
     if problem:
         raise UsageError(
             f"the grading sandbox cannot run here: {problem}\n"

@@ -128,7 +128,7 @@ class DaskEngine:
                         )
                     )
                 client = stack.enter_context(Client(local, security=sec))
-                description = f"LocalCluster, {n} worker process(es)"
+                description = f"LocalCluster at {local.scheduler_address}"
             else:
                 if scheduler.startswith("tls://") and not security:
                     raise UsageError(f"--scheduler {scheduler}: a tls:// address needs --security")
