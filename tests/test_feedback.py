@@ -20,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from autograder.course import UsageError
 from autograder.feedback import feedback
+from autograder.grading.results import SubmissionResult
 from autograder.render.feedback_page import render_feedback
 
 ASSIGNMENT = "e7_2_acceptance_tests"
@@ -502,7 +503,11 @@ def test_feedback_falls_back_to_the_source_when_there_is_no_release(course: Path
 def test_hidden_block_left_in_a_hand_made_release_is_cut(tmp_path: Path):
     release = instructor_notebook(release=False)  # as if source/ had been copied to release/
 
-    html = render_feedback(RESULTS["alice"], submitted_nb=submission({}), release_nb=release)
+    html = render_feedback(
+        SubmissionResult.from_dict(RESULTS["alice"]),
+        submitted_nb=submission({}),
+        release_nb=release,
+    )
 
     assert SECRET not in html and "hidden tests are not shown" in html
 
@@ -521,7 +526,11 @@ def test_any_learner_text_renders_inert_and_verbatim(code: str, message: str):
     added = new_markdown_cell(code)
     nb = submission({"accept_prob": code, "why": code}, extra={"why": [added]})
 
-    html = render_feedback(result, submitted_nb=nb, release_nb=instructor_notebook(release=True))
+    html = render_feedback(
+        SubmissionResult.from_dict(result),
+        submitted_nb=nb,
+        release_nb=instructor_notebook(release=True),
+    )
 
     assert_inert(html)
     text = text_of(html)
@@ -539,10 +548,14 @@ def test_an_answer_graded_as_an_answer_shows_its_score_with_the_learners_text():
     unscored = RESULTS["alice"]  # graded by hand later: not in the results yet
 
     page = render_feedback(
-        scored, submitted_nb=submission({"why": "Because p <> q."}), release_nb=release
+        SubmissionResult.from_dict(scored),
+        submitted_nb=submission({"why": "Because p <> q."}),
+        release_nb=release,
     )
     later = render_feedback(
-        unscored, submitted_nb=submission({"why": "Because p <> q."}), release_nb=release
+        SubmissionResult.from_dict(unscored),
+        submitted_nb=submission({"why": "Because p <> q."}),
+        release_nb=release,
     )
 
     text = text_of(page).split("Your notebook, cell by cell", 1)[1]

@@ -27,6 +27,7 @@ from test_feedback import (
 
 from autograder.course import UsageError
 from autograder.feedback import feedback
+from autograder.grading.results import SubmissionResult
 from autograder.render.page import points
 from autograder.render.report_page import render_report
 from autograder.report import report
@@ -40,6 +41,11 @@ def course(tmp_path: Path) -> Path:
 @pytest.fixture
 def html(course: Path) -> str:
     return report(ASSIGNMENT, course=course).read_text(encoding="utf-8")
+
+
+def as_results(results: dict[str, dict]) -> dict[str, SubmissionResult]:
+    """Results as the grader records them, from their JSON form."""
+    return {s: SubmissionResult.from_dict(r) for s, r in results.items()}
 
 
 def section(html: str, anchor: str) -> str:
@@ -123,7 +129,7 @@ def test_report_groups_failure_messages_with_counts_and_cells(course: Path, tmp_
         [cell_result("test_check_understanding", 0.0, 1.0, "failed", "NameError: x")],
     )
 
-    text = section(render_report(ASSIGNMENT, results), "messages")
+    text = section(render_report(ASSIGNMENT, as_results(results)), "messages")
 
     # The three accept_prob messages differ only in a number: one group, most frequent wording.
     assert text.index("3 3 AssertionError: accept_prob(0.8, 0.5) returned 1.6, expected 0.625") < (
@@ -161,7 +167,7 @@ def test_report_lists_a_worker_crash_with_its_reason(tmp_path: Path):
         )
     }
 
-    text = section(render_report(ASSIGNMENT, results), "problems")
+    text = section(render_report(ASSIGNMENT, as_results(results)), "problems")
 
     assert "zed Grading failed 0 / 4 the worker died (signal 9) oom" in text
 
@@ -183,7 +189,7 @@ def test_report_escapes_learner_derived_student_ids_and_flags(tmp_path: Path):
         | {"cells": [cell_result(hostile, 0.0, 1.0, "failed", hostile, flags=[hostile])]}
     }
 
-    html = render_report(ASSIGNMENT, results)
+    html = render_report(ASSIGNMENT, as_results(results))
 
     assert_inert(html)
     assert hostile in text_of(html)
@@ -200,7 +206,7 @@ def test_report_of_an_empty_class_section_still_renders(tmp_path: Path):
     # One student whose results have no cells at all (an old or hand-made file).
     results = {"solo": json.loads(json.dumps(student_result("solo", "invalid", [])))}
 
-    html = render_report(ASSIGNMENT, results)
+    html = render_report(ASSIGNMENT, as_results(results))
 
     assert "No test cell was graded." in html
     assert html.count("data:image/png;base64,") == 1

@@ -69,14 +69,14 @@ def _warm_up() -> None:
 
 
 #: What every worker imports before its first job (local: the forkserver; Dask: the preload).
-WARM_IMPORTS = [
+WARM_IMPORTS = (
     "autograder.grading.job",
     "nbgrader.apps",
     "nbgrader.converters",
     "nbgrader.api",
     "nbclient",
     "jupyter_client",
-]
+)
 
 
 def local_executor(workers: int) -> Executor:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from pathlib import Path
+
+import psutil
 
 #: Environment variable that marks every process a job starts (kernel and children),
 #: so that the worker can find and kill them whatever they do to their process group.
@@ -42,9 +43,9 @@ class MemoryWatch(threading.Thread):
             # Resident sizes count pages that forked processes share once per process;
             # their sum is only an upper bound.  Past the limit, measure the proportional
             # set size (shared pages split between their users) before deciding.
-            if sum(_memory_bytes(pid, "VmRSS:") for pid in pids) <= self.limit:
+            if sum(_memory_bytes(pid) for pid in pids) <= self.limit:
                 continue
-            used = sum(_memory_bytes(pid, "Pss:", "smaps_rollup") for pid in pids)
+            used = sum(_memory_bytes(pid, proportional=True) for pid in pids)
             if used > self.limit:
                 self.fired = True
                 self.reason = (
@@ -59,15 +60,13 @@ class MemoryWatch(threading.Thread):
         self.join(timeout=5)
 
 
-def _memory_bytes(pid: int, field: str, table: str = "status") -> int:
-    """A memory field (in kB in /proc) of process ``pid``, in bytes; 0 if it is gone."""
+def _memory_bytes(pid: int, proportional: bool = False) -> int:
+    """Resident (or proportional, ``pss``) memory of process ``pid``; 0 if it is gone."""
     try:
-        for line in Path(f"/proc/{pid}/{table}").read_text().splitlines():
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        process = psutil.Process(pid)
+        return process.memory_full_info().pss if proportional else process.memory_info().rss
+    except (psutil.Error, AttributeError):  # gone, not ours, or no pss on this system
+        return 0
 
 
 def marked_processes(marker: str | None = None) -> list[int]:
@@ -75,19 +74,16 @@ def marked_processes(marker: str | None = None) -> list[int]:
 
     With no ``marker``: every process started for any grading job.
     """
-    prefix = f"{JOB_MARKER}=".encode()
-    needle = prefix + marker.encode() if marker is not None else None
     pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+    for process in psutil.process_iter():
+        if process.pid == os.getpid():
             continue
         try:
-            env = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
+            value = process.environ().get(JOB_MARKER)
+        except psutil.Error:  # gone, a zombie, or another user's
             continue
-        found = needle in env if needle is not None else any(v.startswith(prefix) for v in env)
-        if found:
-            pids.append(int(entry.name))
+        if value is not None and (marker is None or value == marker):
+            pids.append(process.pid)
     return pids
 
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import mistune
@@ -31,10 +32,10 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from autograder.cells import nbgrader_meta
+from autograder.grading.results import CellResult, Stop, SubmissionResult
 from autograder.render.page import (
     MAX_MESSAGE_CHARS,
     MAX_SOURCE_CHARS,
-    NOT_GRADED,
     SUBMISSION_STATUS,
     autograded_ids,
     check_assignment,
@@ -47,13 +48,15 @@ from autograder.render.page import (
     render_page,
 )
 
-CELL_STATUS = {
-    "passed": ("Passed", "\u2713"),
-    "failed": ("Failed", "\u2717"),
-    "timeout": ("Timed out", "\u23f1"),
-    "missing": ("Missing", "?"),
-    "not-run": ("Not run", "\u2013"),
-}
+CELL_STATUS = MappingProxyType(
+    {
+        "passed": ("Passed", "\u2713"),
+        "failed": ("Failed", "\u2717"),
+        "timeout": ("Timed out", "\u23f1"),
+        "missing": ("Missing", "?"),
+        "not-run": ("Not run", "\u2013"),
+    }
+)
 
 
 _HIDDEN_BLOCK = re.compile(
@@ -69,23 +72,10 @@ _SOLUTION_BLOCK = re.compile(
 
 
 def write_pages(course: Path, assignment: str, *, student: str | None = None) -> list[Path]:
-    """Write one self-contained HTML page per graded student; return the paths.
+    """Write ``feedback/<student>/<assignment>/<notebook>.html`` for each recorded result
+    (or only ``student``'s) in the course root ``course``; return the paths, by student.
 
-    Parameters
-    ----------
-    assignment : the assignment name, e.g. ``e7_2_acceptance_tests``.
-    course : the nbgrader course root.
-    student : only this student's page(s); default every student with a result.
-
-    Returns
-    -------
-    list of Path, one page per student and notebook, sorted by student.
-
-    Raises
-    ------
-    UsageError
-        When the assignment is unknown, has no results (``grade`` has not run), or
-        ``student`` has no result.
+    A UsageError says what is missing (an unknown assignment, no results yet).
     """
     check_assignment(course, assignment)
     results = load_results(course, assignment, student=student)
@@ -111,7 +101,7 @@ def write_pages(course: Path, assignment: str, *, student: str | None = None) ->
 
 
 def render_feedback(
-    result: dict,
+    result: SubmissionResult,
     *,
     submitted_nb: NotebookNode | None,
     release_nb: NotebookNode,
@@ -122,7 +112,7 @@ def render_feedback(
 
     Parameters
     ----------
-    result : the student's ``results/<student>.json`` (see the grader's contract).
+    result : the student's recorded result (``results/<student>.json``).
     submitted_nb : the notebook the learner submitted, or None when it is missing or unreadable.
     release_nb : the notebook as released to learners; the only source of test code shown.
     notebook : the notebook's name, for the title (default: the assignment name).
@@ -135,7 +125,7 @@ def render_feedback(
     added are shown after the cell they followed.  Any hidden-test block that still reaches
     a displayed source (a release built by hand, say) is cut out before rendering.
     """
-    cells_by_id = {c.get("grade_id"): c for c in result.get("cells", []) if c.get("grade_id")}
+    cells_by_id = {c.grade_id: c for c in result.cells if c.grade_id}
     elsewhere = {gid for nb in others for gid in autograded_ids(nb)}
 
     # The score table: every graded cell of this notebook, in notebook order, then any result
@@ -150,14 +140,9 @@ def render_feedback(
     listed = {t.grade_id for t in tests}
     for gid, cell in cells_by_id.items():
         if gid not in listed and gid not in elsewhere:
-            tests.append(_test_row(gid, cell, cell.get("max_score", 0)))
+            tests.append(_test_row(gid, cell, cell.max_score))
 
-    status = result.get("status", "invalid")
-    reason = str(result.get("reason") or "")
-    for t in tests:  # "not graded: <reason>" on every cell says nothing the banner does not
-        if t.message.startswith(NOT_GRADED):
-            t.message, t.status = "", "not-run"
-            t.label, t.symbol = CELL_STATUS["not-run"]
+    status = result.status.value
     notice = ""
     if submitted_nb is None:
         notice = (
@@ -165,15 +150,15 @@ def render_feedback(
             "Check that you submitted the assignment's .ipynb file and that it opens in Jupyter."
         )
     page = {
-        "title": f"Feedback: {notebook or result.get('assignment', '')}",
-        "student": result.get("student", ""),
-        "assignment": result.get("assignment", ""),
+        "title": f"Feedback: {notebook or result.assignment}",
+        "student": result.student,
+        "assignment": result.assignment,
         "notebook": notebook,
-        "score": points(result.get("score", 0)),
-        "max_score": points(result.get("max_score", 0)),
+        "score": points(result.score),
+        "max_score": points(result.max_score),
         "status": status,
-        "status_label": SUBMISSION_STATUS.get(status, status),
-        "reason": clip(reason, MAX_MESSAGE_CHARS),
+        "status_label": SUBMISSION_STATUS[result.status],
+        "reason": clip(result.reason, MAX_MESSAGE_CHARS),
         "notice": notice,
         "tests": tests,
         "messages": any(t.message and t.status != "passed" for t in tests),
@@ -216,13 +201,15 @@ class Block:
     test: TestRow | None = None
 
 
-def _test_row(grade_id: str, cell: dict | None, points: Any) -> TestRow:
-    if cell is None:  # graded cell the grader did not report (a notebook that did not run)
-        status, score, max_score, message = "not-run", 0.0, number(points), ""
+def _test_row(grade_id: str, cell: CellResult | None, points: Any) -> TestRow:
+    # A cell the grader did not report, or one of a notebook that was not executed at all
+    # ("not graded: <reason>" on every cell says nothing the page's banner does not).
+    if cell is None or cell.stop is Stop.NOT_GRADED:
+        max_score = number(points) if cell is None else cell.max_score
+        status, score, message = "not-run", 0.0, ""
     else:
-        status = str(cell.get("status") or "failed")
-        score, max_score = number(cell.get("score")), number(cell.get("max_score", points))
-        message = clip(str(cell.get("message") or ""), MAX_MESSAGE_CHARS)
+        status, score, max_score = cell.status.value, cell.score, cell.max_score
+        message = clip(cell.message, MAX_MESSAGE_CHARS)
     label, symbol = CELL_STATUS.get(status, (status.capitalize(), "\u2022"))
     if status == "passed" and 0 < score < max_score:
         label, symbol = "Partial credit", "\u25d0"

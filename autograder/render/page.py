@@ -8,8 +8,8 @@ and the small formatting helpers both pages use.
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import jinja2
@@ -21,6 +21,7 @@ from pygments.formatters import HtmlFormatter
 
 from autograder.cells import nbgrader_meta
 from autograder.course import UsageError, load_config
+from autograder.grading.results import Status, SubmissionResult
 
 #: Longest cell source or message shown on a page; a flooded submission stays readable.
 MAX_SOURCE_CHARS = 20_000
@@ -30,16 +31,14 @@ MAX_MESSAGE_CHARS = 4_000
 
 
 #: Human labels (text, symbol) for a submission's and a test cell's status.
-SUBMISSION_STATUS = {
-    "graded": "Graded",
-    "failed": "Grading failed",
-    "timeout": "Timed out",
-    "invalid": "Invalid submission",
-}
-
-
-#: How the grader words the message of a cell in a submission that did not run at all.
-NOT_GRADED = "not graded:"
+SUBMISSION_STATUS = MappingProxyType(
+    {
+        Status.GRADED: "Graded",
+        Status.FAILED: "Grading failed",
+        Status.TIMEOUT: "Timed out",
+        Status.INVALID: "Invalid submission",
+    }
+)
 
 
 def render_page(template: str, page: dict) -> str:
@@ -94,7 +93,9 @@ def release_notebooks(course: Path, assignment: str) -> dict[str, NotebookNode]:
     return notebooks
 
 
-def load_results(course: Path, assignment: str, *, student: str | None = None) -> dict[str, dict]:
+def load_results(
+    course: Path, assignment: str, *, student: str | None = None
+) -> dict[str, SubmissionResult]:
     """Read ``reports/<assignment>/results/*.json`` (or only ``student``'s), by student id."""
     folder = Path(course) / "reports" / assignment / "results"
     if student is not None:
@@ -110,10 +111,10 @@ def load_results(course: Path, assignment: str, *, student: str | None = None) -
     results = {}
     for path in paths:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            result = SubmissionResult.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
             raise UsageError(f"cannot read result file {path}: {exc}") from exc
-        results[str(data.get("student") or path.stem)] = data
+        results[result.student] = result
     if not results:
         raise UsageError(
             f"no results for assignment {assignment!r} in {folder} "

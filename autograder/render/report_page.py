@@ -21,7 +21,7 @@ import os
 import re
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -29,15 +29,13 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from autograder.course import UsageError
-from autograder.grading.results import Status
+from autograder.grading.results import CellStatus, Status, Stop, SubmissionResult
 from autograder.render.page import (
-    NOT_GRADED,
     SUBMISSION_STATUS,
     autograded_ids,
     check_assignment,
     clip,
     load_results,
-    number,
     points,
     release_notebooks,
     render_page,
@@ -45,8 +43,6 @@ from autograder.render.page import (
 
 #: How many groups of failure messages the report lists.
 TOP_MESSAGES = 15
-#: Statuses in the order the summary lists them.
-STATUSES = tuple(s.value for s in Status)
 
 _NUMBER = re.compile(r"(?<![A-Za-z_])[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _BAR = "#0550ae"
@@ -69,39 +65,36 @@ def write_report(course: Path, assignment: str) -> Path:
 
 def render_report(
     assignment: str,
-    results: dict[str, dict],
+    results: dict[str, SubmissionResult],
     *,
     cell_order: list[str] | None = None,
     feedback_links: dict[str, str] | None = None,
 ) -> str:
-    """Return the report page for ``results`` (student id -> result dict).
+    """Return the report page for ``results`` (student id -> result).
 
     ``cell_order`` lists test grade_ids in notebook order (default: order of first appearance);
     ``feedback_links`` maps a student to the relative URL of their feedback page.
     """
-    students = [results[s] | {"student": s} for s in sorted(results)]
+    students = [replace(results[s], student=s) for s in sorted(results)]
     links = feedback_links or {}
-    max_score = max((number(r.get("max_score")) for r in students), default=0.0)
-    scores = [number(r.get("score")) for r in students]
+    max_score = max((r.max_score for r in students), default=0.0)
+    scores = [r.score for r in students]
     cells = _cell_stats(students, cell_order or [])
 
-    counts = Counter(r.get("status", "invalid") for r in students)
+    counts = Counter(r.status for r in students)
     flagged = [r for r in students if _flags(r)]
     summary = {
         "students": len(students),
         "mean": points(statistics.fmean(scores)) if scores else "–",
         "median": points(statistics.median(scores)) if scores else "–",
         "max_score": points(max_score),
-        "statuses": [
-            (SUBMISSION_STATUS.get(s, s), counts.get(s, 0))
-            for s in (*STATUSES, *sorted(set(counts) - set(STATUSES)))
-        ],
+        "statuses": [(SUBMISSION_STATUS[s], counts.get(s, 0)) for s in Status],
         "flagged": len(flagged),
     }
     problems = [
-        Problem.of(r, links.get(r["student"]))
+        Problem.of(r, links.get(r.student))
         for r in students
-        if r.get("status") != "graded" or _flags(r)
+        if r.status is not Status.GRADED or _flags(r)
     ]
     page = {
         "title": f"Report: {assignment}",
@@ -113,7 +106,7 @@ def render_report(
         "cells": cells,
         "messages": _message_groups(students),
         "problems": problems,
-        "rows": [Problem.of(r, links.get(r["student"])) for r in students],
+        "rows": [Problem.of(r, links.get(r.student)) for r in students],
     }
     return render_page("report.html.j2", page)
 
@@ -166,55 +159,51 @@ class Problem:
     link: str | None
 
     @classmethod
-    def of(cls, result: dict, link: str | None) -> Problem:
-        status = str(result.get("status", "invalid"))
-        seconds = result.get("seconds")
+    def of(cls, result: SubmissionResult, link: str | None) -> Problem:
         return cls(
-            student=result["student"],
-            status=status,
-            label=SUBMISSION_STATUS.get(status, status),
-            score=points(result.get("score")),
-            max_score=points(result.get("max_score")),
-            reason=clip(str(result.get("reason") or ""), 1000),
+            student=result.student,
+            status=result.status.value,
+            label=SUBMISSION_STATUS[result.status],
+            score=points(result.score),
+            max_score=points(result.max_score),
+            reason=clip(result.reason, 1000),
             flags=_flags(result),
-            seconds=f"{number(seconds):.1f}" if seconds is not None else "–",
+            seconds=f"{result.seconds:.1f}",
             link=link,
         )
 
 
-def _flags(result: dict) -> list[str]:
+def _flags(result: SubmissionResult) -> list[str]:
     """The submission's flags, then each cell's, prefixed with the cell's grade_id."""
-    flags = [str(f) for f in result.get("flags") or []]
-    for cell in result.get("cells") or []:
-        flags += [f"{cell.get('grade_id')}: {f}" for f in cell.get("flags") or []]
+    flags = list(result.flags)
+    for cell in result.cells:
+        flags += [f"{cell.grade_id}: {f}" for f in cell.flags]
     return list(dict.fromkeys(flags))  # each once, in order
 
 
-def _cell_stats(students: list[dict], order: list[str]) -> list[CellStats]:
+def _cell_stats(students: list[SubmissionResult], order: list[str]) -> list[CellStats]:
     stats: dict[str, CellStats] = {gid: CellStats(gid) for gid in order}
     for result in students:
-        for cell in result.get("cells") or []:
-            gid = str(cell.get("grade_id"))
-            s = stats.setdefault(gid, CellStats(gid))
-            status = str(cell.get("status") or "failed")
-            s.max_score = max(s.max_score, number(cell.get("max_score")))
-            if str(cell.get("message") or "").startswith(NOT_GRADED):
+        for cell in result.cells:
+            s = stats.setdefault(cell.grade_id, CellStats(cell.grade_id))
+            s.max_score = max(s.max_score, cell.max_score)
+            if cell.stop is Stop.NOT_GRADED:
                 s.by_status["not-run"] += 1  # the notebook never ran: not a failure of this cell
                 continue
             s.ran += 1
-            s.passed += status == "passed"
-            s.by_status[status] += 1
-            s.points += number(cell.get("score"))
+            s.passed += cell.status is CellStatus.PASSED
+            s.by_status[cell.status.value] += 1
+            s.points += cell.score
     return list(stats.values())
 
 
-def _message_groups(students: list[dict]) -> list[dict]:
+def _message_groups(students: list[SubmissionResult]) -> list[dict]:
     """Group failure messages that differ only in numbers; most widespread first."""
     groups: dict[str, dict] = {}
     for result in students:
-        for cell in result.get("cells") or []:
-            message = str(cell.get("message") or "").strip()
-            if cell.get("status") == "passed" or not message or message.startswith(NOT_GRADED):
+        for cell in result.cells:
+            message = cell.message.strip()
+            if cell.status is CellStatus.PASSED or not message or cell.stop is Stop.NOT_GRADED:
                 continue
             key = _NUMBER.sub("#", " ".join(message.split()))[:500]
             group = groups.setdefault(
@@ -222,8 +211,8 @@ def _message_groups(students: list[dict]) -> list[dict]:
             )
             group["count"] += 1
             group["texts"][message] += 1
-            group["cells"][str(cell.get("grade_id"))] += 1
-            group["students"].add(result["student"])
+            group["cells"][cell.grade_id] += 1
+            group["students"].add(result.student)
     # Most students first: a mistake many learners share matters more than one notebook
     # that fails every cell.
     ranked = sorted(
@@ -252,7 +241,7 @@ def _release_order(course: Path, assignment: str) -> list[str]:
 
 
 def _feedback_links(
-    course: Path, assignment: str, results: dict[str, dict], start: Path
+    course: Path, assignment: str, results: dict[str, SubmissionResult], start: Path
 ) -> dict[str, str]:
     """Relative links from the report to each student's (first) feedback page, if written."""
     links = {}

@@ -34,8 +34,8 @@ from autograder.sandbox.check import sandbox_problem
 from autograder.sandbox.cleanup import kill_leftovers, running
 from autograder.sandbox.executor import configure, executor
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
-from autograder.sandbox.launch import python_mounts, visible_entries
 from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
+from autograder.sandbox.mounts import python_mounts, visible_entries
 
 __all__ = [
     "INNER_REFERENCE",

@@ -12,6 +12,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import psutil
+
 from autograder.sandbox.limits import RUNTIME_DIR
 
 
@@ -50,7 +52,7 @@ def _live_sandboxes(job_dir: Path) -> list[tuple[int, str]]:
         lines = (job_dir / RUNTIME_DIR / "sandboxes").read_text().splitlines()
     except OSError:
         return []
-    own = os.readlink("/proc/self/ns/pid")
+    own = pid_namespace()
     live = []
     for line in lines:
         try:
@@ -64,25 +66,27 @@ def _live_sandboxes(job_dir: Path) -> list[tuple[int, str]]:
 
 
 def process_identity(pid: int) -> tuple[str, str] | None:
-    """(start time, pid namespace) of a running process, or None."""
+    """(start time, pid namespace) of a running (not zombie) process, or None."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        if fields[0] in ("Z", "X"):  # exited, waiting to be reaped
+        process = psutil.Process(pid)
+        if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
             return None
-        return fields[19], os.readlink(f"/proc/{pid}/ns/pid")  # field 22: starttime
-    except (OSError, IndexError):
+        return repr(process.create_time()), pid_namespace(pid)
+    except (psutil.Error, OSError):
         return None
+
+
+def pid_namespace(pid: int | str = "self") -> str:
+    """The pid namespace of a process, e.g. ``pid:[4026531836]`` (psutil does not say)."""
+    return os.readlink(f"/proc/{pid}/ns/pid")
 
 
 def _processes() -> Iterable[tuple[int, str]]:
     """(pid, pid-namespace id) of every live (not zombie) process on the host."""
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
+    for process in psutil.process_iter():
         try:
-            ns = os.readlink(f"/proc/{entry.name}/ns/pid")
-            state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
+            if process.status() in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
+                continue
+            yield process.pid, pid_namespace(process.pid)
+        except (psutil.Error, OSError):
             continue
-        if state not in ("Z", "X"):
-            yield int(entry.name), ns

@@ -15,10 +15,11 @@ import threading
 import uuid
 from pathlib import Path
 
+import psutil
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Float, Instance, Integer, List, Unicode
 
-from autograder.sandbox.cleanup import process_identity
+from autograder.sandbox.cleanup import pid_namespace, process_identity
 from autograder.sandbox.launch import Launch
 from autograder.sandbox.limits import INNER_RUN, PASSED_ENV, RUNTIME_DIR, Limits
 
@@ -216,14 +217,14 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self._init_pid is None:
             return None
         try:
-            kids = Path(f"/proc/{self._init_pid}/task/{self._init_pid}/children").read_text()
-            return int(kids.split()[0])
-        except (OSError, ValueError, IndexError):
+            children = psutil.Process(self._init_pid).children()
+        except psutil.Error:
             return None
+        return children[0].pid if children else None
 
     def _record_pid_namespace(self, pid: int) -> None:
         identity = process_identity(pid)
-        if identity is None or identity[1] == os.readlink("/proc/self/ns/pid"):
+        if identity is None or identity[1] == pid_namespace():
             self.log.warning("sandbox init %s is not in its own pid namespace", pid)
             return
         with open(self._runtime_root() / "sandboxes", "a") as f:
@@ -231,7 +232,10 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 
 def _ignores_sigint(pid: int) -> bool:
-    """True when the process has set SIGINT to SIG_IGN (an interrupt cannot stop it)."""
+    """True when the process has set SIGINT to SIG_IGN (an interrupt cannot stop it).
+
+    Read from ``/proc/<pid>/status`` by hand: psutil does not report signal dispositions.
+    """
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith("SigIgn:"):
