@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml
 	bash scripts/install-system-deps.sh
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test,dask,postgres]'
 	@$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled" || \
 		{ echo "nbgrader's JupyterLab extension is not enabled in $(VENV)" >&2; exit 1; }
 	touch $(STAMP)

@@ -90,6 +90,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="run learner code WITHOUT the sandbox (only for code you trust)",
     )
     p.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+    engine = p.add_mutually_exclusive_group()
+    engine.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on the Dask cluster of this scheduler (tcp://HOST:8786 or tls://...)",
+    )
+    engine.add_argument(
+        "--cluster",
+        metavar="local[:N]",
+        help="grade on a Dask LocalCluster of N one-thread workers (default N: CPUs)",
+    )
+    p.add_argument(
+        "--security",
+        type=Path,
+        metavar="DIR",
+        help="Dask TLS: a folder holding ca.pem, cert.pem and key.pem (see README)",
+    )
 
     p = sub.add_parser("export", help="write the grades as a file the LMS imports")
     p.add_argument("assignment")
@@ -177,6 +194,9 @@ def _grade(args: argparse.Namespace) -> int:
             progress=progress,
             lms=args.lms,
             roster=args.roster,
+            scheduler=args.scheduler,
+            cluster=args.cluster,
+            security=args.security,
         )
     print_summary(result)
     return 0

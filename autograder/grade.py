@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 
 from autograder import sandbox as sandboxing
@@ -54,10 +55,14 @@ def grade(
     feedback: bool = True,
     executor_factory: ExecutorFactory = local_executor,
     job_fn: Callable[[Job], SubmissionResult] = grade_job,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Callable[[str, int, int, int], None] | None = None,
     keep_scratch: bool = False,
     lms: str = "auto",
     roster: Path | str | None = None,
+    scheduler: str | None = None,
+    cluster: str | None = None,
+    security: Path | str | None = None,
+    hard_timeout: float | None = None,
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
@@ -77,11 +82,17 @@ def grade(
     executor_factory : ``workers -> concurrent.futures.Executor`` that runs ``job_fn``
         (default: local worker processes; a cluster's executor plugs in here)
     job_fn : grades one :class:`Job` in a worker (default :func:`grade_job`)
-    progress : called as ``progress(student, n, total)`` after each recorded result
+    progress : called as ``progress(student, n, total, workers)`` after each recorded result
     lms : the download's layout, ``auto`` to recognise it (see
         :data:`autograder.intake.detect.LAYOUTS`)
     roster : a class roster CSV exported from the LMS: names and ids, and the students
         who sent nothing (recorded as ``missing``)
+    scheduler : grade on the Dask cluster of this scheduler (``tcp://`` or ``tls://``)
+    cluster : ``"local"`` or ``"local:N"``: grade on a Dask ``LocalCluster`` of N one-thread
+        worker processes started for this run (default N: the number of CPUs)
+    security : folder with ``ca.pem``, ``cert.pem``, ``key.pem``: Dask's TLS for the above
+    hard_timeout : seconds after which a job's worker is killed (default: the notebook's
+        time limit, twice the cell limit, and two minutes)
 
     Raises
     ------
@@ -98,15 +109,14 @@ def grade(
     # the machine, so that they are reported as what they are.
     collected = _collect(root, assignment, notebook, submissions, lms, roster)
     subs = collected.submissions
-    if executor_factory is local_executor:
+    on_dask = bool(scheduler or cluster)
+    if executor_factory is local_executor and not on_dask:
         start_local_workers()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
-    limits = _sandbox_limits() if sandbox else None
-    template, template_hash = build_template(root, assignment)
-    sync_gradebook(root, assignment, template_hash)
-    test_cells = template_test_cells(template, assignment, notebook)
-
+    # The sandbox must run where the kernels run: here, or on a scheduler's workers (their
+    # preload checks it there).
+    limits = _sandbox_limits(check=not scheduler) if sandbox else None
     out = GradeResult(
         assignment,
         root,
@@ -114,25 +124,35 @@ def grade(
         in_place=submissions is None,
         ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
         warnings=list(collected.warnings),
+        workers=workers or os.cpu_count() or 1,
     )
-    results_dir = out.reports / "results"
-    results_dir.mkdir(parents=True, exist_ok=True)
-    keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
-    flags = {sub.student: sub.flags for sub in subs}
     by_student = {sub.student: sub for sub in subs}
     stored: dict[str, dict[str, str]] = {}  # files this run wrote in submitted/
-
-    def finish(result: SubmissionResult) -> None:
-        result.key = keys[result.student]
-        identify(result, by_student[result.student])
-        result.stored = stored.get(result.student, {})
-        record(root, config, notebook, test_cells, result, results_dir)
-        out.graded_now.append(result.student)
-
+    engines = ExitStack()
+    engine = None
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
     jobs: list[Job] = []
     pages: set[str] = set()  # students whose feedback page this run wrote
     try:
+        if on_dask:  # first, so that a wrong address or option fails at once
+            engine = engines.enter_context(_dask_engine(scheduler, cluster, security))
+            executor_factory = engine.executor
+            out.engine, out.workers = engine.description, engine.workers()
+        template, template_hash = build_template(root, assignment)
+        sync_gradebook(root, assignment, template_hash)
+        test_cells = template_test_cells(template, assignment, notebook)
+        results_dir = out.reports / "results"
+        results_dir.mkdir(parents=True, exist_ok=True)
+        keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
+        flags = {sub.student: sub.flags for sub in subs}
+
+        def finish(result: SubmissionResult) -> None:
+            result.key = keys[result.student]
+            identify(result, by_student[result.student])
+            result.stored = stored.get(result.student, {})
+            record(root, config, notebook, test_cells, result, results_dir)
+            out.graded_now.append(result.student)
+
         for sub in subs:
             data = readable_notebook(sub)
             previous = load_result(results_dir / f"{sub.student}.json")
@@ -172,11 +192,11 @@ def grade(
                 )
             )
         total = len(jobs)
-        hard = notebook_timeout + 2 * timeout + 120
+        hard = hard_timeout or notebook_timeout + 2 * timeout + 120
         for n, (job, result) in enumerate(
             run_jobs(
                 jobs,
-                workers=workers or os.cpu_count() or 1,
+                workers=out.workers,
                 hard_timeout=hard,
                 executor_factory=executor_factory,
                 fn=job_fn,
@@ -189,8 +209,9 @@ def grade(
                 _write_feedback(assignment, root, job.student)
                 pages.add(job.student)
             if progress:
-                progress(job.student, n, total)
+                progress(job.student, n, total, engine.workers() if engine else out.workers)
     finally:
+        engines.close()
         shutil.rmtree(run_root, ignore_errors=True)
 
     out.results = load_results(results_dir)
@@ -232,9 +253,17 @@ def _collect(
     )
 
 
-def _sandbox_limits() -> sandboxing.Limits:
+def _dask_engine(scheduler: str | None, cluster: str | None, security: Path | str | None):
+    """Connect to the Dask cluster asked for (imported here: an optional, slow import)."""
+    # distributed takes about a second to import; only --scheduler/--cluster runs need it.
+    from autograder.grading.cluster_pool import DaskEngine
+
+    return DaskEngine.connect(scheduler=scheduler, cluster=cluster, security=security)
+
+
+def _sandbox_limits(check: bool = True) -> sandboxing.Limits:
     """The sandbox's default limits, once it is known to run here (else a UsageError)."""
-    problem = sandboxing.sandbox_problem()
+    problem = sandboxing.sandbox_problem() if check else None
     if problem:
         raise UsageError(
             f"the grading sandbox cannot run here: {problem}\n"

@@ -6,7 +6,13 @@ the ratio.  It also executes the same notebook once with a bare nbclient, the fl
 any grader pays per submission, and compares the grader's per-submission time with it:
 once with one worker (nothing else running, like the bare run) and once in the parallel run.
 
+With ``--cluster local:2`` it also grades the same N submissions on a Dask LocalCluster
+(two one-thread worker processes) and prints Dask's overhead per submission against the
+local pool, the cluster's start-up time, and the bytes a worker sends back per submission.
+With ``--only-cluster`` it skips plain nbgrader and the one-worker run.
+
     .venv/bin/python benchmarks/grade_throughput.py [--n 24] [--workers 2] [--no-sandbox]
+        [--cluster local:2 [--only-cluster]]
 
 This is a benchmark, not a test: it asserts nothing.  Numbers go in the README.
 """
@@ -70,7 +76,13 @@ def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
 
 
 def ours(
-    work: Path, n: int, submission: Path, workers: int, sandbox: bool, name: str = "ours"
+    work: Path,
+    n: int,
+    submission: Path,
+    workers: int,
+    sandbox: bool,
+    name: str = "ours",
+    cluster: str | None = None,
 ) -> tuple[float, list]:
     from autograder.grade import grade
     from autograder.grading.template import build_template, sync_gradebook
@@ -84,12 +96,35 @@ def ours(
     for i in range(n):
         shutil.copy2(submission, subs / f"s{i:03d}.ipynb")
     start, cpu = time.perf_counter(), busy_cpu_seconds()
-    result = grade(ASSIGNMENT, submissions=subs, course=course, workers=workers, sandbox=sandbox)
+    result = grade(
+        ASSIGNMENT,
+        submissions=subs,
+        course=course,
+        workers=workers,
+        sandbox=sandbox,
+        cluster=cluster,
+    )
     elapsed = time.perf_counter() - start
     CPU[name] = busy_cpu_seconds() - cpu
-    scores = {r["score"] for r in result.results.values()}
+    scores = {r.score for r in result.results.values()}
     assert len(result.results) == n and len(scores) == 1, "every copy must get the same score"
-    return elapsed, [r["seconds"] for r in result.results.values()]
+    if cluster:  # what each worker sent back: the result and the executed notebook
+        sizes = [
+            len(path.read_bytes())
+            for path in [*course.glob("autograded/*/*/*.ipynb"), *result.reports.glob("results/*")]
+        ]
+        CPU["result_bytes"] = sum(sizes) / n
+    return elapsed, [r.seconds for r in result.results.values()]
+
+
+def cluster_start(spec: str) -> float:
+    """Seconds to start and connect to the LocalCluster ``spec`` (and to stop it)."""
+    from autograder.grading.cluster_pool import DaskEngine
+
+    start = time.perf_counter()
+    with DaskEngine.connect(cluster=spec):
+        up = time.perf_counter() - start
+    return up
 
 
 def bare_nbclient(work: Path, repeats: int) -> float:
@@ -118,15 +153,29 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=24)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument("--cluster", help="also grade on a Dask LocalCluster: local:N")
+    parser.add_argument("--only-cluster", action="store_true", help="skip plain nbgrader")
     args = parser.parse_args()
+    if args.only_cluster and not args.cluster:
+        parser.error("--only-cluster needs --cluster")
     submission = REPO / "tests/files" / ASSIGNMENT / "submissions/reference.ipynb"
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         work = Path(tmp)
+        sandbox = not args.no_sandbox
+        if args.cluster:
+            start_up = cluster_start(args.cluster)
+            on_dask, dask_jobs = ours(
+                work, args.n, submission, args.workers, sandbox, "dask", args.cluster
+            )
+        mine, per_job = ours(work, args.n, submission, args.workers, sandbox)
+        if args.cluster:
+            print_cluster(args, start_up, on_dask, dask_jobs, mine, per_job)
+        if args.only_cluster:
+            return
         bare = bare_nbclient(work, repeats=3)
         plain = plain_nbgrader(work, args.n, submission)
-        mine, per_job = ours(work, args.n, submission, args.workers, not args.no_sandbox)
         # one submission at a time, as bare nbclient ran: a worker's latency per submission
-        _, alone = ours(work, 5, submission, 1, not args.no_sandbox, name="alone")
+        _, alone = ours(work, 5, submission, 1, sandbox, name="alone")
     per_sub = statistics.median(per_job)
     per_sub_alone = statistics.median(alone)
     print(
@@ -156,6 +205,30 @@ def main() -> None:
         f"per-submission time, {args.workers} workers busy (median): {per_sub:5.2f} s  "
         f"= {per_sub / bare:.2f}x bare nbclient (they share the cores)"
     )
+
+
+def print_cluster(args, start_up: float, on_dask: float, dask_jobs, local: float, local_jobs):
+    """Dask's LocalCluster against the local pool, on the same submissions."""
+    n = args.n
+    print(f"submissions: {n}   local pool: {args.workers} workers   Dask: {args.cluster}")
+    print(f"local pool:                   {local:7.2f} s  ({n / local * 60:6.1f}/min)")
+    print(
+        f"Dask {args.cluster}:               {on_dask:7.2f} s  ({n / on_dask * 60:6.1f}/min)"
+        f", of which cluster start-up {start_up:.2f} s (measured alone)"
+    )
+    print(
+        f"overhead per submission:      {(on_dask - local) / n:+.3f} s wall (start-up "
+        f"included), {(on_dask - start_up - local) / n:+.3f} s without it"
+    )
+    print(
+        f"CPU per submission:           local {CPU['ours'] / n:.2f} s, "
+        f"Dask {CPU['dask'] / n:.2f} s (start-up included)"
+    )
+    print(
+        f"worker time per submission (median): local {statistics.median(local_jobs):.2f} s, "
+        f"Dask {statistics.median(dask_jobs):.2f} s"
+    )
+    print(f"bytes back per submission:    {CPU['result_bytes'] / 1024:.1f} KiB")
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 # Install the Debian packages the course needs, only when something is missing:
 #   bubblewrap  - the sandbox that learner kernels run in (specdec-course grade)
 #   chromium    - the browser that the JupyterLab tests drive through Playwright
+#   postgresql  - the server the gradebook tests start (binaries in /usr/lib/postgresql/*/bin)
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "Installing Debian packages: ${missing[*]}"

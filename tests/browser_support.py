@@ -201,13 +201,15 @@ def start_lab_server(
     *,
     root: Path | None = None,
     while_starting: Callable[[], object] | None = None,
+    extra_args: list[str] | None = None,
 ) -> LabServer:
     """Start the learner's JupyterLab on a free loopback port with a token.
 
     ``root`` is the notebook root (default: the course root, so that both ``source/``
     and ``release/`` can be opened).  Settings, workspaces and runtime files go to
     ``workdir``.  ``while_starting`` runs while the server boots (generate the release,
-    say).  One retry if the first start fails (a port taken in between, say).
+    say).  ``extra_args`` are more ``--Class.trait=value`` options for the server.  One
+    retry if the first start fails (a port taken in between, say).
     """
     settings = workdir / "lab-settings"
     for name, value in LAB_SETTINGS.items():
@@ -221,6 +223,7 @@ def start_lab_server(
     extra_args = [
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+        *(extra_args or []),
     ]
     for attempt in (1, 2):
         port, token = free_port(), secrets.token_hex(16)

@@ -26,6 +26,19 @@ SANDBOX = sandbox_available()
 CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
 WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
 CLI = [sys.executable, "-m", "autograder.cli"]
+#: The engines that the grading tests that matter run on: ``grade`` keyword arguments.
+ENGINES = {"local-pool": {}, "dask-localcluster": {"cluster": "local:2"}}
+
+
+@pytest.fixture(params=list(ENGINES))
+def engine(request) -> dict:
+    """``grade`` keyword arguments for one engine: the local pool, or a Dask LocalCluster."""
+    return ENGINES[request.param]
+
+
+def engine_args(engine: dict) -> list[str]:
+    """The same engine as CLI options."""
+    return ["--cluster", engine["cluster"]] if "cluster" in engine else []
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -43,14 +56,21 @@ def release_nb(mini_course):
     return released_notebook(mini_course, "mini", "mini")
 
 
-def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, tmp_path):
+def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, tmp_path, engine):
     subs = tmp_path / "subs"
     write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
     write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
     write_nb(subs / "carol.ipynb", release_nb)
     result = grade(
-        "mini", submissions=subs, course=mini_course, workers=2, timeout=10, sandbox=SANDBOX
+        "mini",
+        submissions=subs,
+        course=mini_course,
+        workers=2,
+        timeout=10,
+        sandbox=SANDBOX,
+        **engine,
     )
+    assert result.workers == 2
     assert {s: r.score for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
     grades = read_csv(mini_course / "reports/mini/grades.csv")
     assert grades == [
@@ -82,7 +102,7 @@ def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, 
     assert (mini_course / "autograded/alice/mini/mini.ipynb").exists()
 
 
-def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path):
+def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path, engine):
     nested = tmp_path / "nested"
     write_nb(nested / "alice" / "whatever I called it.ipynb", fill(release_nb, **CORRECT))
     write_nb(nested / "bob" / "mini.ipynb", fill(release_nb, **WRONG_SQUARE))
@@ -90,8 +110,12 @@ def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path):
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(nested / "alice" / "whatever I called it.ipynb", "download/Alice Ånberg.ipynb")
         zf.write(nested / "bob" / "mini.ipynb", "download/bob/mini.ipynb")
-    first = grade("mini", submissions=nested, course=mini_course, workers=2, sandbox=SANDBOX)
-    second = grade("mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX)
+    first = grade(
+        "mini", submissions=nested, course=mini_course, workers=2, sandbox=SANDBOX, **engine
+    )
+    second = grade(
+        "mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX, **engine
+    )
     assert first.results["alice"].score == second.results["Alice_Anberg"].score == 4
     assert first.results["bob"].score == 2
     assert second.reused == ["bob"]  # same notebook, same student: not graded twice
@@ -198,7 +222,7 @@ def test_regrading_gives_the_same_scores(mini_course, release_nb, tmp_path):
 
 
 def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
-    mini_course, release_nb, tmp_path
+    mini_course, release_nb, tmp_path, engine
 ):
     subs = tmp_path / "subs"
     for i in range(6):
@@ -215,6 +239,7 @@ def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
             "--course",
             str(mini_course),
         ]
+        + engine_args(engine)
         + ([] if SANDBOX else ["--no-sandbox"])
     )
     proc = subprocess.Popen(
@@ -228,7 +253,9 @@ def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
     proc.wait()
     done_before = len(list(results.glob("*.json")))
     assert 2 <= done_before < 6
-    result = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
+    result = grade(
+        "mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX, **engine
+    )
     assert len(result.reused) >= done_before - 1  # at most one was mid-write
     assert sorted(result.results) == [f"s{i}" for i in range(6)]
     assert {r.score for s, r in result.results.items()} == {2.0, 4.0}
@@ -246,7 +273,7 @@ def crash_on_mallory(job):
     return grade_job(job)
 
 
-def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tmp_path):
+def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tmp_path, engine):
     subs = tmp_path / "subs"
     for name in ("alice", "bob", "mallory"):
         write_nb(subs / f"{name}.ipynb", fill(release_nb, **CORRECT))
@@ -257,10 +284,81 @@ def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tm
         workers=2,
         sandbox=SANDBOX,
         job_fn=crash_on_mallory,
+        **engine,
     )
     assert result.results["mallory"].status == "failed"
-    assert "crashed" in result.results["mallory"].reason
+    assert result.results["mallory"].reason == "the grading worker crashed on this submission"
+    assert result.results["mallory"].flags == ["worker-crash"]
     assert result.results["alice"].score == result.results["bob"].score == 4
+
+
+def hang_on_mallory(job):
+    """A job function that never returns on one submission (stuck outside any kernel)."""
+    if job.student == "mallory":
+        time.sleep(3600)
+    return grade_job(job)
+
+
+def test_a_hung_worker_is_stopped_at_the_hard_deadline(mini_course, release_nb, tmp_path, engine):
+    """Past the hard deadline the job is a timeout; its worker is killed (local) or restarted
+    through its nanny (Dask), and every other submission is graded."""
+    subs = tmp_path / "subs"
+    for name in ("alice", "bob", "carol", "mallory"):
+        write_nb(subs / f"{name}.ipynb", fill(release_nb, **CORRECT))
+    start = time.monotonic()
+    result = grade(
+        "mini",
+        submissions=subs,
+        course=mini_course,
+        workers=2,
+        sandbox=SANDBOX,
+        job_fn=hang_on_mallory,
+        hard_timeout=30,
+        **engine,
+    )
+    assert time.monotonic() - start < 600  # not the hour that the job would hang
+    mallory = result.results["mallory"]
+    assert mallory.status == "timeout" and mallory.flags == ["worker-killed"]
+    assert mallory.reason == "grading took longer than 30 s; the worker was killed"
+    assert {s: r.score for s, r in result.results.items() if s != "mallory"} == {
+        "alice": 4,
+        "bob": 4,
+        "carol": 4,
+    }
+
+
+def test_results_do_not_depend_on_the_engine(release_nb, tmp_path):
+    """The same submissions on the local pool and on a LocalCluster: identical results."""
+    from conftest import FILES, new_course
+
+    subs = tmp_path / "subs"
+    write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
+    write_nb(subs / "carol.ipynb", release_nb)
+    write_nb(subs / "exits.ipynb", fill(release_nb, square="import os\nos._exit(1)"))
+    loops = "def square(x):\n    while True:\n        pass"
+    write_nb(subs / "loops.ipynb", fill(release_nb, square=loops, cube=CORRECT["cube"]))
+    write_nb(subs / "mallory.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "not-json.ipynb", "{nope")
+    outcomes = {}
+    for name, engine in ENGINES.items():
+        course = new_course(tmp_path / name, {"mini": FILES / "mini_course/source/mini"})
+        result = grade(
+            "mini",
+            submissions=subs,
+            course=course,
+            workers=2,
+            timeout=3,
+            sandbox=SANDBOX,
+            job_fn=crash_on_mallory,
+            **engine,
+        )
+        outcomes[name] = {
+            s: (r.status, r.score, r.max_score, r.reason, r.flags, r.cells)
+            for s, r in result.results.items()
+        }
+        assert len(outcomes[name]) == 7
+    assert outcomes["local-pool"] == outcomes["dask-localcluster"]
 
 
 def test_run_jobs_yields_every_job_once_when_workers_crash():

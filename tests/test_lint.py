@@ -35,7 +35,7 @@ LAYERS = [
     ["autograder.grading.*"],
     ["autograder.render.*"],
     ["autograder.feedback", "autograder.report", "autograder.lab"],
-    ["autograder.grade", "autograder.release", "autograder.export"],
+    ["autograder.grade", "autograder.release", "autograder.export", "autograder.cluster"],
     ["autograder.demo"],
     ["autograder.cli"],
 ]
@@ -44,6 +44,8 @@ LAYERS = [
 LAZY_IMPORTS = {
     # matplotlib is heavy and only the font cache needs it; importing builds that cache
     ("autograder.sandbox.mounts", "matplotlib"),
+    # distributed (the optional [dask] extra) takes a second to import: --scheduler/--cluster only
+    ("autograder.grade", "autograder.grading.cluster_pool"),
 }
 
 

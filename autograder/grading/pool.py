@@ -8,6 +8,10 @@ A worker that dies (segfault, OOM kill) breaks a process pool for every job in
 flight.  Jobs that were merely in flight are re-run; when the culprit cannot be told
 apart, each suspect is re-run alone, and the one that breaks its worker again is
 reported as failed.  A job that overruns its hard deadline gets its workers killed.
+
+A cluster engine (:class:`ClusterExecutor`, e.g. Dask's in ``cluster_pool``) gives each
+job a worker of its own, so it can say which job a dead worker cost, and stop one job
+without touching the others; the same results come out either way.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import forkserver
@@ -27,6 +31,29 @@ from autograder.grading.job import Job, grade_job
 from autograder.grading.results import Status, SubmissionResult
 
 ExecutorFactory = Callable[[int], Executor]
+#: The reason a submission gets when it crashed its worker (every engine says the same).
+CRASHED = "the grading worker crashed on this submission"
+
+
+class ClusterExecutor(Executor):
+    """An executor that runs each job on a worker of its own (one job per one-thread worker).
+
+    ``run_jobs`` keeps :meth:`capacity` jobs in flight, reads a failure for which
+    :meth:`lost_worker` is true as that job's crash (nothing else was on its worker), and
+    stops jobs past their deadline with :meth:`abandon` (the other jobs go on).
+    """
+
+    def capacity(self) -> int:
+        """How many jobs to keep in flight now (the cluster's worker threads)."""
+        raise NotImplementedError
+
+    def lost_worker(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means that the job's workers died while running it."""
+        raise NotImplementedError
+
+    def abandon(self, futures: Iterable[Future]) -> None:
+        """Stop these jobs and make their workers fit for the next ones."""
+        raise NotImplementedError
 
 
 def _warm_up() -> None:
@@ -41,7 +68,8 @@ def _warm_up() -> None:
     warnings.filterwarnings("ignore")
 
 
-_PRELOAD = (
+#: What every worker imports before its first job (local: the forkserver; Dask: the preload).
+WARM_IMPORTS = (
     "autograder.grading.job",
     "nbgrader.apps",
     "nbgrader.converters",
@@ -63,15 +91,19 @@ def local_executor(workers: int) -> Executor:
     )
 
 
-def start_local_workers() -> None:
-    """Start the local pool's forkserver now, so that its imports overlap other set-up."""
-    _forkserver_context()
+def start_local_workers(extra_imports: Sequence[str] = ()) -> None:
+    """Start the local pool's forkserver now, so that its imports overlap other set-up.
+
+    ``extra_imports`` are imported too (a ``LocalCluster``'s workers fork from it as well).
+    Only the first call in a process decides what the forkserver imports.
+    """
+    _forkserver_context(extra_imports)
     forkserver.ensure_running()
 
 
-def _forkserver_context() -> ForkServerContext:
+def _forkserver_context(extra_imports: Sequence[str] = ()) -> ForkServerContext:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(_PRELOAD))
+    context.set_forkserver_preload([*WARM_IMPORTS, *extra_imports])
     return context
 
 
@@ -91,11 +123,17 @@ def run_jobs(
         source = queue if queue else alone
         limit = 1 if solo else max(1, workers)
         executor = executor_factory(limit)
+        cluster = executor if isinstance(executor, ClusterExecutor) else None
         in_flight: dict[Future, tuple[Job, float]] = {}
         broken = False
         try:
             while (source or in_flight) and not broken:
+                if cluster is not None:
+                    limit = cluster.capacity()
                 _top_up(executor, fn, source, in_flight, limit)
+                if not in_flight:  # a cluster without a worker at the moment: wait for one
+                    time.sleep(0.5)
+                    continue
                 done, _ = wait(list(in_flight), timeout=0.5, return_when=FIRST_COMPLETED)
                 finished = []
                 for future in done:
@@ -105,8 +143,12 @@ def run_jobs(
                     except BrokenProcessPool:
                         in_flight[future] = (job, _started)
                         broken = True
-                    except Exception as exc:  # the job function itself raised
-                        finished.append((job, _crashed(job, f"the grading worker raised {exc!r}")))
+                    except Exception as exc:
+                        if cluster is not None and cluster.lost_worker(exc):
+                            finished.append((job, _crashed(job, CRASHED)))
+                        else:  # the job function itself raised
+                            reason = f"the grading worker raised {exc!r}"
+                            finished.append((job, _crashed(job, reason)))
                 # Give the free workers their next jobs before the caller records these
                 # results, so that no worker waits while the parent writes.
                 if not broken:
@@ -116,8 +158,13 @@ def run_jobs(
                     f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout
                 ]
                 if overdue:
-                    for future in overdue:
-                        job, _ = in_flight.pop(future)
+                    late = [(future, in_flight.pop(future)[0]) for future in overdue]
+                    if cluster is not None:  # only their workers are restarted
+                        cluster.abandon([future for future, _ in late])
+                    else:
+                        _kill_workers(executor)
+                        broken = True
+                    for _, job in late:
                         yield (
                             job,
                             _crashed(
@@ -127,15 +174,10 @@ def run_jobs(
                                 status=Status.TIMEOUT,
                             ),
                         )
-                    _kill_workers(executor)
-                    broken = True
             if broken:
                 suspects = [job for job, _ in in_flight.values()]
                 if solo and len(suspects) == 1:
-                    yield (
-                        suspects[0],
-                        _crashed(suspects[0], "the grading worker crashed on this submission"),
-                    )
+                    yield (suspects[0], _crashed(suspects[0], CRASHED))
                 elif solo:
                     alone.extendleft(reversed(suspects))
                 else:

@@ -182,6 +182,8 @@ class GradeResult:
     in_place: bool = False  #: graded from the course's own ``submitted/``
     ignored: list[str] = field(default_factory=list)  #: files not graded, with why
     warnings: list[str] = field(default_factory=list)
+    workers: int = 0  #: worker processes the run graded with (a cluster's: when it started)
+    engine: str = "local pool"  #: where the jobs ran: the local pool, a LocalCluster, a scheduler
 
     @property
     def reports(self) -> Path:

@@ -15,7 +15,7 @@ MAX_IGNORED_LINES = 40
 
 
 class ProgressPrinter:
-    """Callable ``(student, n, total)``; a rich progress bar when stderr is a terminal."""
+    """Callable ``(student, n, total, workers)``; a rich bar when stderr is a terminal."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
@@ -30,6 +30,7 @@ class ProgressPrinter:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
+                TextColumn("{task.fields[workers]} workers"),
                 TextColumn("{task.description}"),
                 console=self.console,
                 transient=True,
@@ -42,13 +43,15 @@ class ProgressPrinter:
             self.bar.__exit__(*exc)
         return False
 
-    def __call__(self, student: str, n: int, total: int) -> None:
+    def __call__(self, student: str, n: int, total: int, workers: int = 0) -> None:
         if self.bar is None:
-            print(f"[{n}/{total}] graded {student}", file=self.stream, flush=True)
+            print(
+                f"[{n}/{total}] graded {student} ({workers} workers)", file=self.stream, flush=True
+            )
             return
         if self.task is None:
-            self.task = self.bar.add_task(student, total=total)
-        self.bar.update(self.task, completed=n, description=student)
+            self.task = self.bar.add_task(student, total=total, workers=workers)
+        self.bar.update(self.task, completed=n, description=student, workers=workers)
 
 
 def print_summary(result: GradeResult, console: Console | None = None) -> None:
@@ -81,5 +84,7 @@ def print_summary(result: GradeResult, console: Console | None = None) -> None:
             console.print(f"  ... and {len(result.ignored) - MAX_IGNORED_LINES} more")
     now, reused = len(result.graded_now), len(result.reused)
     console.print(f"graded now: {now}; unchanged since an earlier run: {reused}")
+    if now:
+        console.print(f"graded on: {result.engine}, {result.workers} worker(s)")
     console.print(f"grades: {result.reports / 'grades.csv'}")
     console.print(f"cells:  {result.reports / 'cells.csv'}")

@@ -1,0 +1,310 @@
+"""Grading jobs on a Dask cluster, behind the same ``Executor`` interface as the local pool.
+
+:class:`DaskEngine` is the instructor's side of one ``grade`` run on Dask: a
+``distributed.Client`` connected to an existing scheduler (``--scheduler ADDRESS``,
+``tcp://`` or ``tls://``) or to a ``LocalCluster`` of one-thread worker processes
+started for the run (``--cluster local[:N]``).  Dask schedules; this module only keeps
+as many jobs in flight as the cluster has worker threads, so that each one-thread
+worker holds one job and a worker that dies takes only its own job with it.
+
+The worker side (the preload, the check that a worker grades as the instructor does,
+the template each worker receives once per template hash) is ``cluster_worker``.
+Failures map onto the local pool's results: a job whose workers died (Dask's
+``KilledWorker``, after ``allowed-failures`` retries elsewhere) is ``failed`` with the
+same reason as a crash in the local pool; a job past its hard deadline is cancelled and
+its worker restarted through its nanny (:meth:`DaskExecutor.abandon`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Iterable
+from concurrent.futures import Future
+from contextlib import ExitStack
+from pathlib import Path
+
+import dask
+from distributed import Client, LocalCluster
+from distributed.scheduler import KilledWorker
+from distributed.security import Security
+
+from autograder.course import UsageError
+from autograder.grading import cluster_worker
+from autograder.grading.cluster_worker import run_job
+from autograder.grading.pool import ClusterExecutor, start_local_workers
+
+#: Scheduler settings that grading relies on: a job is retried once on another worker
+#: (a worker killed from outside costs nothing) and blamed when it kills a second one;
+#: a one-thread worker is never sent a second job while it runs one.
+SCHEDULER_CONFIG = {
+    "distributed.scheduler.allowed-failures": 1,
+    "distributed.scheduler.worker-saturation": 1.0,
+}
+WORKER_WAIT_SECONDS = 60.0
+TLS_FILES = ("ca.pem", "cert.pem", "key.pem")
+
+
+def local_workers(spec: str) -> int:
+    """The number of workers that ``--cluster local[:N]`` asks for (default: CPUs)."""
+    name, _, count = spec.partition(":")
+    if name != "local":
+        raise UsageError(f"--cluster {spec!r}: only 'local' or 'local:N' is supported")
+    if not count:
+        return os.cpu_count() or 1
+    if not count.isdigit() or int(count) < 1:
+        raise UsageError(f"--cluster {spec!r}: N must be a positive whole number")
+    return int(count)
+
+
+def tls_security(folder: Path | str, *, local: bool = False) -> Security:
+    """Dask TLS settings from a folder holding ``ca.pem``, ``cert.pem`` and ``key.pem``.
+
+    For a ``LocalCluster`` (``local``), the scheduler and the workers use the same
+    certificate as the client.
+    """
+    folder = Path(folder)
+    missing = [name for name in TLS_FILES if not (folder / name).is_file()]
+    if missing:
+        raise UsageError(f"--security {folder}: missing {', '.join(missing)} (see README)")
+    ca, cert, key = (str(folder / name) for name in TLS_FILES)
+    roles = ["client"] + (["scheduler", "worker"] if local else [])
+    pairs = (("cert", cert), ("key", key))
+    options = {f"tls_{role}_{part}": path for role in roles for part, path in pairs}
+    return Security(require_encryption=True, tls_ca_file=ca, **options)
+
+
+class DaskEngine:
+    """A Dask client for one ``grade`` run (and the ``LocalCluster`` it started, if any).
+
+    Use :meth:`connect` as a context manager; :meth:`executor` is the ``executor_factory``
+    that ``grade`` hands to ``run_jobs``.
+    """
+
+    def __init__(self, client, description: str, stack: ExitStack):
+        self.client = client
+        self.description = description  #: e.g. ``LocalCluster (2 workers)`` or the address
+        self._stack = stack
+        self._plugins: dict[Path, str] = {}  # template folder -> registered plugin name
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        scheduler: str | None = None,
+        cluster: str | None = None,
+        security: Path | str | None = None,
+    ) -> DaskEngine:
+        """Connect to ``scheduler``, or start the ``LocalCluster`` that ``cluster`` names."""
+        if (scheduler is None) == (cluster is None):
+            raise UsageError("give either --scheduler ADDRESS or --cluster local[:N]")
+        stack = ExitStack()
+        try:
+            if cluster is not None:
+                n = local_workers(cluster)
+                sec = tls_security(security, local=True) if security else None
+                # The workers fork from the local pool's forkserver, which has imported
+                # nbgrader and this module once, instead of each importing them anew.
+                start_local_workers(["autograder.grading.cluster_worker"])
+                forked = {"distributed.worker.multiprocessing-method": "forkserver"}
+                with dask.config.set({**SCHEDULER_CONFIG, **forked}):
+                    local = stack.enter_context(
+                        LocalCluster(
+                            n_workers=n,
+                            threads_per_worker=1,
+                            processes=True,
+                            protocol="tls://" if sec else None,
+                            security=sec,
+                            host="127.0.0.1",
+                            dashboard_address=None,
+                            # no dashboard; its HTTP server (health checks) on a free port
+                            scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},
+                            worker_dashboard_address=None,
+                            preload=["autograder.cluster"],
+                            silence_logs=logging.ERROR,
+                        )
+                    )
+                client = stack.enter_context(Client(local, security=sec))
+                description = f"LocalCluster at {local.scheduler_address}"
+            else:
+                if scheduler.startswith("tls://") and not security:
+                    raise UsageError(f"--scheduler {scheduler}: a tls:// address needs --security")
+                sec = tls_security(security) if security else None
+                try:
+                    client = stack.enter_context(Client(scheduler, security=sec, timeout=30))
+                except OSError as exc:
+                    raise UsageError(
+                        f"cannot reach the Dask scheduler at {scheduler}: {exc}"
+                    ) from exc
+                description = scheduler
+            engine = cls(client, description, stack)
+            engine._check_scheduler()
+            engine._check_workers()
+        except BaseException:
+            stack.close()
+            raise
+        return engine
+
+    def __enter__(self) -> DaskEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Take this run's templates off the cluster and disconnect (stopping a LocalCluster)."""
+        for name in self._plugins.values():
+            try:
+                self.client.unregister_worker_plugin(name)
+            except Exception:
+                pass
+        self._plugins.clear()
+        self._stack.close()
+
+    def workers(self) -> int:
+        """Worker threads the scheduler has now (one job in flight for each)."""
+        return sum(self.client.nthreads().values())
+
+    def executor(self, _limit: int = 0) -> DaskExecutor:
+        """The ``executor_factory`` for ``run_jobs`` (the cluster's size sets the limit)."""
+        return DaskExecutor(self)
+
+    def ship(self, template: Path) -> str:
+        """Give every worker ``template`` (once per template hash); return the plugin's name."""
+        name = self._plugins.get(template)
+        if name is None:
+            name = cluster_worker.plugin_name(template)
+            bundle = cluster_worker.pack_template(template)
+            plugin = cluster_worker.CourseSetup(cluster_worker.fingerprint(), name, bundle)
+            try:
+                self.client.register_plugin(plugin, name=name)
+            except Exception as exc:  # a worker that grades differently refused and closes
+                print(f"warning: {exc}", file=sys.stderr)
+            self._plugins[template] = name
+        return name
+
+    # --- checks made once, when the run starts ------------------------------------------------
+
+    def _check_scheduler(self) -> None:
+        found = self.client.run_on_scheduler(_scheduler_settings)
+        wrong = {k: v for k, v in SCHEDULER_CONFIG.items() if found.get(k) != v}
+        if wrong:
+            env = " ".join(
+                "DASK_" + k.upper().replace(".", "__").replace("-", "_") + f"={v}"
+                for k, v in SCHEDULER_CONFIG.items()
+            )
+            have = ", ".join(f"{k.rsplit('.', 1)[1]}={found.get(k)}" for k in wrong)
+            raise UsageError(
+                f"the Dask scheduler at {self.description} has {have}; grading needs "
+                f"each submission blamed only for its own crashes. Start it as: "
+                f"{env} dask scheduler ..."
+            )
+
+    def _check_workers(self) -> None:
+        try:
+            self.client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
+        except TimeoutError as exc:
+            raise UsageError(
+                f"no Dask worker joined {self.description} within {WORKER_WAIT_SECONDS:g} s; "
+                "start workers with: dask worker ADDRESS --nthreads 1 --preload autograder.cluster"
+            ) from exc
+        expected = cluster_worker.fingerprint()
+        try:
+            found = self.client.run(cluster_worker.fingerprint, on_error="return")
+        except Exception as exc:
+            raise UsageError(f"cannot ask the Dask workers what they run: {exc}") from exc
+        problems = {}
+        for address, theirs in found.items():
+            if isinstance(theirs, BaseException):
+                problems[address] = f"cannot run the grader there: {theirs!r}"
+            elif cluster_worker.differences(expected, theirs):
+                problems[address] = "; ".join(cluster_worker.differences(expected, theirs))
+        for address, problem in problems.items():
+            print(f"warning: worker {address} will not grade: {problem}", file=sys.stderr)
+        if len(problems) == len(found):
+            raise UsageError(
+                f"no worker of {self.description} can grade as this machine does "
+                f"({next(iter(problems.values()))})"
+            )
+
+
+def _scheduler_settings(dask_scheduler) -> dict:
+    """What the running scheduler uses for the settings in :data:`SCHEDULER_CONFIG`."""
+    return {
+        "distributed.scheduler.allowed-failures": dask_scheduler.allowed_failures,
+        "distributed.scheduler.worker-saturation": dask_scheduler.WORKER_SATURATION,
+    }
+
+
+class DaskExecutor(ClusterExecutor):
+    """``concurrent.futures`` futures for grading jobs run as Dask tasks.
+
+    Besides ``submit`` and ``shutdown``, it tells ``run_jobs`` how many jobs to keep in
+    flight (:meth:`capacity`), which failures mean that workers died running that job
+    (:meth:`lost_worker`), and how to stop jobs past their deadline without touching the
+    others (:meth:`abandon`).
+    """
+
+    def __init__(self, engine: DaskEngine):
+        self._engine = engine
+        self._client = engine.client
+        self._tasks: dict[Future, object] = {}  # our future -> its Dask future, until done
+        self._lock = threading.Lock()  # Dask runs done-callbacks in a thread of its own
+
+    def submit(self, fn, job) -> Future:
+        name = self._engine.ship(job.template)
+        task = self._client.submit(
+            run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
+        )
+        out: Future = Future()
+        out.set_running_or_notify_cancel()
+        with self._lock:
+            self._tasks[out] = task
+        task.add_done_callback(lambda task: self._settle(out, task))
+        return out
+
+    def _settle(self, out: Future, task) -> None:
+        """Pass a finished Dask task's outcome on, and drop the task (its result is freed)."""
+        with self._lock:
+            if self._tasks.pop(out, None) is None:
+                return  # abandoned: run_jobs has already reported it
+        try:
+            if task.status == "finished":
+                out.set_result(task.result())
+            elif task.status == "cancelled":
+                out.set_exception(RuntimeError("the Dask task was cancelled"))
+            else:
+                out.set_exception(task.exception())
+        except BaseException as exc:  # the result could not be fetched (connection lost)
+            if not out.done():
+                out.set_exception(exc)
+
+    def capacity(self) -> int:
+        """Jobs to keep in flight: one per worker thread the scheduler has now."""
+        return self._engine.workers()
+
+    def lost_worker(self, exc: BaseException) -> bool:
+        """Whether ``exc`` means the job's workers died running it (Dask gave up on it)."""
+        return isinstance(exc, KilledWorker)
+
+    def abandon(self, futures: Iterable[Future]) -> None:
+        """Cancel these jobs, then restart (through their nannies) the workers running them."""
+        with self._lock:
+            tasks = [self._tasks.pop(f) for f in futures if f in self._tasks]
+        if not tasks:
+            return
+        keys = {task.key for task in tasks}
+        running = self._client.processing()
+        workers = [address for address, held in running.items() if keys & set(held)]
+        self._client.cancel(tasks, force=True)
+        if workers:
+            self._client.restart_workers(workers, raise_for_error=False)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        with self._lock:
+            tasks, self._tasks = list(self._tasks.values()), {}
+        if cancel_futures and tasks:
+            self._client.cancel(tasks, force=True)

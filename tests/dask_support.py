@@ -1,0 +1,115 @@
+"""Dask processes for the cluster tests, started as an instructor would start them.
+
+``dask scheduler`` and ``dask worker ... --preload autograder.cluster`` run as separate
+commands (this environment's ``bin/dask``) on 127.0.0.1, each in its own session with
+its log in a file; :meth:`DaskProcess.stop` ends the process and everything it started.
+TLS certificates are made with the ``openssl`` commands the README gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DASK = str(Path(sys.executable).with_name("dask"))
+#: The scheduler settings grading needs (README: "Grading on a Dask cluster").
+SCHEDULER_ENV = {
+    "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "1",
+    "DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0",
+}
+
+
+@dataclass
+class DaskProcess:
+    """One ``dask`` command running in the background."""
+
+    process: subprocess.Popen
+    log: Path
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def stop(self) -> None:
+        """Ask the command to stop (SIGTERM), then kill its whole session if it lingers."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.process.wait()
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The commands' environment: this interpreter's bin/ first on PATH, and ``extra``."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.update(extra)
+    return env
+
+
+def run_dask(args: list[str], log: Path, env: dict[str, str]) -> DaskProcess:
+    with open(log, "w") as fh:
+        process = subprocess.Popen(
+            [DASK, *args],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=log.parent,
+            start_new_session=True,
+        )
+    return DaskProcess(process, log)
+
+
+def start_scheduler(workdir: Path, *, tls: list[str] | None = None) -> tuple[DaskProcess, str]:
+    """Start ``dask scheduler`` on a free port of 127.0.0.1; return it and its address."""
+    info = workdir / "scheduler.json"
+    args = ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"]
+    args += ["--scheduler-file", str(info)] + (tls or [])
+    scheduler = run_dask(args, workdir / "scheduler.log", environment(**SCHEDULER_ENV))
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if info.exists():
+            try:
+                return scheduler, json.loads(info.read_text())["address"]
+            except (ValueError, KeyError):
+                pass  # written but not complete yet
+        if scheduler.process.poll() is not None:
+            break
+        time.sleep(0.1)  # polling for the scheduler's own file
+    scheduler.stop()
+    raise RuntimeError(f"dask scheduler did not start:\n{scheduler.log_text()[-2000:]}")
+
+
+def start_worker(
+    address: str, workdir: Path, name: str, *, args: list[str] = (), env: dict | None = None
+) -> DaskProcess:
+    """Start ``dask worker ADDRESS --nthreads 1 --preload autograder.cluster`` (+ ``args``)."""
+    argv = ["worker", address, "--nthreads", "1", "--preload", "autograder.cluster"]
+    argv += ["--name", name, "--no-dashboard", "--local-directory", str(workdir / name)]
+    return run_dask(argv + list(args), workdir / f"{name}.log", env or environment())
+
+
+def make_certificates(folder: Path) -> Path:
+    """A CA and one certificate signed by it (``ca.pem``, ``cert.pem``, ``key.pem``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    commands = [
+        "openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=specdec-dask-ca "
+        "-keyout ca-key.pem -out ca.pem",
+        "openssl req -newkey rsa:2048 -nodes -subj /CN=specdec-dask -keyout key.pem -out cert.csr",
+        "openssl x509 -req -in cert.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial "
+        "-days 30 -out cert.pem",
+    ]
+    for command in commands:
+        subprocess.run(command.split(), cwd=folder, check=True, capture_output=True)
+    return folder

@@ -1,0 +1,144 @@
+"""Grading on Dask: workers started as separate commands, the preload's checks, TLS.
+
+The grading tests that also run on a ``LocalCluster`` are in ``test_grade.py``
+(parametrised over the engines); these start ``dask scheduler`` and ``dask worker``
+themselves, on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import fill, load_json, released_notebook, sandbox_available, write_nb
+from dask_support import environment, make_certificates, start_scheduler, start_worker
+
+from autograder.course import UsageError
+from autograder.grade import grade
+
+pytestmark = pytest.mark.kernel
+SANDBOX = sandbox_available()
+CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
+WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
+CLI = [sys.executable, "-m", "autograder.cli"]
+
+
+def read_csv(path: Path) -> list[dict]:
+    with open(path, newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "reason"),
+    [
+        (
+            [],
+            {"PATH": str(Path(sys.executable).parent)},  # no bubblewrap on this PATH
+            "the grading sandbox cannot run here: bubblewrap is not installed",
+        ),
+        (["--nthreads", "2"], {}, "the worker has 2 threads; start it with --nthreads 1"),
+    ],
+    ids=["without-sandbox", "two-threads"],
+)
+def test_a_worker_that_cannot_grade_refuses_to_start(tmp_path, args, env, reason):
+    scheduler, address = start_scheduler(tmp_path)
+    worker = None
+    try:
+        worker = start_worker(address, tmp_path, "unfit", args=args, env=environment(**env))
+        assert worker.process.wait(timeout=120) != 0
+        assert f"this worker refuses to start: {reason}" in worker.log_text()
+        assert "Registered to" not in worker.log_text()  # it never joined the scheduler
+    finally:
+        if worker is not None:
+            worker.stop()
+        scheduler.stop()
+
+
+def _submissions(tmp_path: Path, course: Path, n: int) -> Path:
+    release = released_notebook(course, "mini", "mini")
+    subs = tmp_path / "subs"
+    for i in range(n):
+        write_nb(subs / f"s{i}.ipynb", fill(release, **(CORRECT if i % 2 else WRONG_SQUARE)))
+    return subs
+
+
+def test_separately_started_workers_grade_and_a_killed_one_costs_only_its_job(
+    mini_course, tmp_path
+):
+    """``dask scheduler`` and two ``dask worker`` commands; one worker is killed mid-run."""
+    n = 8
+    subs = _submissions(tmp_path, mini_course, n)
+    scheduler, address = start_scheduler(tmp_path)
+    workers = [start_worker(address, tmp_path, f"w{i}") for i in range(2)]
+    grading = None
+    try:
+        args = ["grade", "mini", "--submissions", str(subs), "--scheduler", address]
+        grading = subprocess.Popen(
+            CLI + args + ([] if SANDBOX else ["--no-sandbox"]),
+            cwd=mini_course,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        results = mini_course / "reports/mini/results"
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and len(list(results.glob("*.json"))) < 2:
+            assert grading.poll() is None, grading.communicate()
+            time.sleep(0.2)  # polling the results folder that grade writes
+        assert len(list(results.glob("*.json"))) < n  # the run is still going
+        os.killpg(workers[0].process.pid, signal.SIGKILL)  # nanny, worker and all
+        out, err = grading.communicate(timeout=600)
+        assert grading.returncode == 0, err
+    finally:
+        if grading is not None and grading.poll() is None:
+            grading.kill()
+        for worker in workers:
+            worker.stop()
+        scheduler.stop()
+    assert f"graded on: {address}" in out
+    assert "(2 workers)" in err  # the progress lines count the workers
+    rows = read_csv(mini_course / "reports/mini/grades.csv")
+    assert len(rows) == n
+    failed = [r for r in rows if r["status"] != "graded"]
+    assert len(failed) <= 1  # at most the killed worker's job (Dask re-runs it elsewhere)
+    for row in rows:
+        if row not in failed:
+            assert float(row["score"]) == (4 if int(row["student"][1:]) % 2 else 2)
+    for row in failed:
+        result = load_json(results / f"{row['student']}.json")
+        assert (result["status"], result["reason"]) == (
+            "failed",
+            "the grading worker crashed on this submission",
+        )
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{mini_course / 'gradebook.db'}", "specdec-e7") as gb:
+        assert len(gb.find_assignment("mini").submissions) == n  # each student once
+
+
+def test_grading_over_tls_on_a_local_cluster(mini_course, tmp_path):
+    """Certificates from the README's openssl commands; every connection is TLS."""
+    certs = make_certificates(tmp_path / "certs")
+    subs = _submissions(tmp_path, mini_course, 2)
+    result = grade(
+        "mini",
+        submissions=subs,
+        course=mini_course,
+        sandbox=SANDBOX,
+        cluster="local:2",
+        security=certs,
+    )
+    assert result.engine.startswith("LocalCluster at tls://127.0.0.1:")
+    assert {s: r.score for s, r in result.results.items()} == {"s0": 2, "s1": 4}
+
+
+def test_a_tls_scheduler_needs_the_security_option(mini_course, tmp_path):
+    subs = _submissions(tmp_path, mini_course, 1)
+    with pytest.raises(UsageError, match="a tls:// address needs --security"):
+        grade("mini", submissions=subs, course=mini_course, scheduler="tls://127.0.0.1:1")
