@@ -1,7 +1,7 @@
 """``specdec-course export``: write an assignment's grades in a file the LMS imports.
 
-Reads the results ``grade`` recorded (``reports/<assignment>/results/``), turns them
-into :class:`~autograder.render.gradesheets.GradeRow` rows and writes one sheet:
+Reads the results ``grade`` recorded (``reports/<assignment>/results/``, names and LMS
+ids included) and writes them as one sheet (:mod:`autograder.render.gradesheets`):
 ``--to canvas|moodle|blackboard|csv``.  With ``--roster`` (the instructor's own
 download from that LMS) the sheet is that file with this assignment's column filled
 in.  The output is written to a temporary file and renamed; the roster is never
@@ -17,7 +17,6 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder.course import UsageError, find_course
-from autograder.grading.results import SubmissionResult
 from autograder.intake.roster import read_roster
 from autograder.render import gradesheets
 from autograder.render.page import load_results
@@ -68,7 +67,7 @@ def export(
     if to not in FORMATS:
         raise UsageError(f"unknown export format {to!r} (known: {', '.join(FORMATS)})")
     root = find_course(course)
-    rows = grade_rows(load_results(root, assignment))
+    rows = [r for _, r in sorted(load_results(root, assignment).items())]
     sheet_roster = read_roster(roster) if roster is not None else None
     target = Path(out) if out is not None else root / "reports" / assignment / f"{to}-grades.csv"
     if sheet_roster is not None and target.resolve() == Path(roster).resolve():
@@ -89,27 +88,6 @@ def export(
         raise UsageError(str(exc)) from exc
     _write_atomic(target, sheet.text(), sheet.encoding)
     return ExportResult(target, to, len(rows) - len(sheet.skipped), sheet.skipped)
-
-
-def grade_rows(results: dict[str, SubmissionResult]) -> list[gradesheets.GradeRow]:
-    """One row per recorded result (roster-only students included, status ``missing``)."""
-    return [
-        gradesheets.GradeRow(
-            student=student,
-            score=r.score,
-            max_score=r.max_score,
-            status=r.status.value,
-            lms_user_id=r.lms_user_id,
-            first_name=r.first_name,
-            last_name=r.last_name,
-            email=r.email,
-            timestamp=r.timestamp,
-            late=r.late,
-            flags=tuple(r.flags),
-            reason=r.reason or None,
-        )
-        for student, r in sorted(results.items())
-    ]
 
 
 def _canvas_title(header: list[str], assignment: str) -> str:

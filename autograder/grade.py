@@ -31,6 +31,7 @@ from autograder.grading.record import (
     record,
     result_key,
     write_csvs,
+    written_by_grader,
 )
 from autograder.grading.results import GradeResult, Status, SubmissionResult
 from autograder.grading.students import identify
@@ -127,7 +128,6 @@ def grade(
         workers=workers or os.cpu_count() or 1,
     )
     by_student = {sub.student: sub for sub in subs}
-    stored: dict[str, dict[str, str]] = {}  # files this run wrote in submitted/
     engines = ExitStack()
     engine = None
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
@@ -149,7 +149,6 @@ def grade(
         def finish(result: SubmissionResult) -> None:
             result.key = keys[result.student]
             identify(result, by_student[result.student])
-            result.stored = stored.get(result.student, {})
             record(root, config, notebook, test_cells, result, results_dir)
             out.graded_now.append(result.student)
 
@@ -167,9 +166,8 @@ def grade(
                 out.reused.append(sub.student)
                 continue
             if not out.in_place and not sub.missing:
-                ours = previous.stored if previous else {}
-                stored[sub.student], kept = store_submitted(root, assignment, notebook, sub, ours)
-                sub.flags.extend(kept)
+                ours = written_by_grader(previous, notebook) if previous else {}
+                sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
             if data is None:
                 reason = sub.problem or "unreadable"
                 status = Status.MISSING if sub.missing else Status.INVALID

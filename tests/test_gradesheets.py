@@ -9,20 +9,36 @@ from datetime import datetime
 import pytest
 from lms_fixtures import canvas_gradebook, moodle_worksheet
 
+from autograder.grading.results import Status, SubmissionResult
 from autograder.intake.roster import parse_roster
 from autograder.render.gradesheets import (
     CANVAS_HEADER,
-    GradeRow,
     blackboard_sheet,
     canvas_sheet,
     csv_sheet,
     moodle_sheet,
 )
 
+
+def row(student, score, status="graded", lms_user_id=None, first=None, last=None, **more):
+    """A recorded result of ``mini`` (4 points) as export reads it."""
+    return SubmissionResult(
+        student,
+        "mini",
+        Status(status),
+        score=score,
+        max_score=4,
+        lms_user_id=lms_user_id,
+        first_name=first,
+        last_name=last,
+        **more,
+    )
+
+
 ROWS = [
-    GradeRow("48213", 3.5, 4, "graded", "48213", "John", "Smith", late=True),
-    GradeRow("600", 0, 4, "missing", "600", "Rita", "Roe"),
-    GradeRow("anon_x", 4, 4, "graded", None),
+    row("48213", 3.5, "graded", "48213", "John", "Smith", late=True),
+    row("600", 0, "missing", "600", "Rita", "Roe"),
+    row("anon_x", 4, "graded", None),
 ]
 
 
@@ -67,7 +83,7 @@ def test_canvas_sheet_adds_a_new_column_for_an_unknown_title():
 def test_moodle_worksheet_columns_and_participant_identifiers():
     now = datetime(2026, 12, 1, 9, 30)
     sheet = moodle_sheet(
-        [GradeRow("5531", 2, 4, "graded", "5531", "Jane", "Doe", "jane@uni.edu")], now
+        [row("5531", 2, "graded", "5531", "Jane", "Doe", email="jane@uni.edu")], now
     )
     rows = table(sheet.text())
     assert rows[0] == [
@@ -92,7 +108,7 @@ def test_moodle_worksheet_columns_and_participant_identifiers():
 def test_moodle_worksheet_roster_keeps_its_columns():
     text = moodle_worksheet([(5531, "Jane Doe", "jane@uni.edu"), (5532, "Al Bo", "al@uni.edu")])
     roster = parse_roster(text)
-    sheet = moodle_sheet([GradeRow("5531", 2, 4, "graded", "5531")], datetime(2026, 1, 1), roster)
+    sheet = moodle_sheet([row("5531", 2, "graded", "5531")], datetime(2026, 1, 1), roster)
     rows = table(sheet.text())
     assert rows[0] == table(text)[0]
     grade = rows[0].index("Grade")
@@ -100,7 +116,7 @@ def test_moodle_worksheet_roster_keeps_its_columns():
 
 
 def test_blackboard_sheet_username_and_column():
-    rows = table(blackboard_sheet([GradeRow("jdoe", 3, 4, "graded", "jdoe")], "E7.2").text())
+    rows = table(blackboard_sheet([row("jdoe", 3, "graded", "jdoe")], "E7.2").text())
     assert rows == [["Username", "E7.2 [Total Pts: 4 Score]"], ["jdoe", "3"]]
 
 
@@ -110,7 +126,7 @@ def test_blackboard_roster_column_id_is_kept():
         "Doe\tJane\tjdoe\t1\t\nLee\tAnn\talee\t2\t1\n"
     )
     roster = parse_roster(text)
-    sheet = blackboard_sheet([GradeRow("jdoe", 3, 4, "graded", "jdoe")], "E7.2", roster)
+    sheet = blackboard_sheet([row("jdoe", 3, "graded", "jdoe")], "E7.2", roster)
     rows = table(sheet.text(), "\t")
     assert rows[0][-1] == "E7.2 [Total Pts: 4 Score] |1234"
     assert [r[-1] for r in rows[1:]] == ["3", "1"]

@@ -25,6 +25,7 @@ from lms_fixtures import (
     zipped,
 )
 
+from autograder.intake.canvas import parse_name as parse_canvas_name
 from autograder.intake.collect import read_members
 from autograder.intake.detect import parse_download, scores
 from autograder.intake.records import Context, Intake, Member
@@ -248,3 +249,23 @@ def test_a_roster_never_merges_two_students():
     apply_roster(intake, roster)
     assert all(any("ambiguous" in f for f in r.flags) for r in intake.records[:2])
     assert {r.student for r in intake.records} == {"a", "b"}  # x submitted: it is not missing
+
+
+@pytest.mark.parametrize(
+    ("member", "user", "late", "file"),
+    [
+        (
+            "smithjohn_LATE_48213_1177_acceptance_tests-1.ipynb",
+            "48213",
+            "LATE_",
+            "acceptance_tests-1.ipynb",
+        ),
+        ("_48213_1177_hw.ipynb", "48213", None, "hw.ipynb"),  # a user with an empty name
+        ("obrien_jrpat_9_12_my_2_files.ipynb", "9", None, "my_2_files.ipynb"),
+        ("LATE_anon_aB3dE_1177_12_x.ipynb", "anon_aB3dE", "LATE_", "12_x.ipynb"),
+        ("müllerzoë_5511_1177002_my work (final).ipynb", "5511", None, "my work (final).ipynb"),
+    ],
+)
+def test_canvas_member_names_parse_by_canvas_rules(member, user, late, file):
+    fields = parse_canvas_name(member)
+    assert (fields["id"], fields["late"], fields["file"]) == (user, late, file)

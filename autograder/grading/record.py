@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import os
 import warnings
+from datetime import datetime
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
@@ -19,6 +20,7 @@ from autograder.course import db_url, gradebook
 from autograder.grading.results import CellResult, Status, SubmissionResult
 from autograder.grading.students import assign_late_penalty, record_student
 from autograder.intake.collect import Submission
+from autograder.intake.submitted import nbgrader_timestamp, sha256
 
 
 def record(
@@ -107,6 +109,19 @@ def write_csvs(reports: Path, results: dict[str, SubmissionResult]) -> None:
                 writer.writerow(
                     [s, c.grade_id, _num(c.score), _num(c.max_score), c.status.value, flags]
                 )
+
+
+def written_by_grader(previous: SubmissionResult, notebook: str) -> dict[str, str]:
+    """``file name -> sha256`` of what an earlier run stored in ``submitted/`` for ``previous``.
+
+    The key starts with the submission's hash, and the stored notebook is those bytes;
+    ``timestamp.txt`` holds the recorded time in nbgrader's format.
+    """
+    ours = {f"{notebook}.ipynb": previous.key.split(":", 1)[0]} if previous.key else {}
+    if previous.timestamp:
+        stamp = nbgrader_timestamp(datetime.fromisoformat(previous.timestamp)).encode()
+        ours["timestamp.txt"] = sha256(stamp)
+    return ours
 
 
 def result_key(sub: Submission, template_hash: str, timeout: float, sandbox: bool) -> str:

@@ -54,6 +54,9 @@ class Stop(str, Enum):
         return self.value
 
 
+#: The optional fields that say who a student is and when they submitted.
+IDENTITY_FIELDS = ("lms_user_id", "first_name", "last_name", "email", "timestamp", "late")
+
 #: Wording of the messages of cells that did not run (shown on pages and in the CSVs).
 NOT_RUN_PREFIX = "not run: "
 NOT_GRADED_PREFIX = "not graded: "
@@ -122,8 +125,6 @@ class SubmissionResult:
     email: str | None = None
     timestamp: str | None = None  #: ISO 8601, UTC
     late: bool | None = None  #: the LMS's late mark, else nbgrader's due date says
-    #: Files this grader wrote in ``submitted/`` (name -> sha256); only those it rewrites.
-    stored: dict[str, str] = field(default_factory=dict)
     #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
     autograded: str | None = field(default=None, repr=False, compare=False)
 
@@ -136,6 +137,9 @@ class SubmissionResult:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("autograded")
+        for name in IDENTITY_FIELDS:  # written only when the download or roster told them
+            if data[name] is None:
+                del data[name]
         return json.loads(json.dumps(data))  # enums to their values
 
     def to_json(self) -> str:
@@ -160,7 +164,6 @@ class SubmissionResult:
             email=_text(data.get("email")),
             timestamp=_text(data.get("timestamp")),
             late=None if data.get("late") is None else bool(data["late"]),
-            stored={str(k): str(v) for k, v in (data.get("stored") or {}).items()},
         )
 
     @classmethod

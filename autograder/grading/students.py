@@ -17,8 +17,8 @@ from nbgrader.preprocessors import AssignLatePenalties
 from autograder.grading.results import SubmissionResult
 from autograder.intake.collect import Submission
 
-#: The student fields a result carries (and exports write).
-IDENTITY_FIELDS = ("lms_user_id", "first_name", "last_name", "email")
+#: The fields of nbgrader's ``Student`` row that a download or roster can fill.
+STUDENT_FIELDS = ("lms_user_id", "first_name", "last_name", "email")
 
 
 def identify(result: SubmissionResult, sub: Submission) -> bool:
@@ -27,7 +27,7 @@ def identify(result: SubmissionResult, sub: Submission) -> bool:
     Fields the submission does not know keep the result's value.  Returns True when
     anything changed.
     """
-    known = {name: getattr(sub, name) for name in IDENTITY_FIELDS}
+    known = {name: getattr(sub, name) for name in STUDENT_FIELDS}
     known["timestamp"] = utc(sub.timestamp).isoformat() if sub.timestamp else None
     known["late"] = sub.late
     changed = False
@@ -50,7 +50,7 @@ def record_student(gb, result: SubmissionResult) -> None:
 
     ``gb`` is an open :class:`nbgrader.api.Gradebook`.  Empty fields are not written.
     """
-    fields = {k: getattr(result, k) for k in IDENTITY_FIELDS if getattr(result, k)}
+    fields = {k: getattr(result, k) for k in STUDENT_FIELDS if getattr(result, k)}
     gb.update_or_create_student(result.student, **fields)
     if result.timestamp:
         when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)

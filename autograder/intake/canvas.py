@@ -19,7 +19,7 @@ import re
 from autograder.intake.records import Claim, Context, Intake, Member, assemble
 
 _ANON = re.compile(r"^(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+)_(?P<att>\d+)_(?P<file>.+)$")
-_NAMED = re.compile(r"^(?P<name>.+?)_(?P<late>LATE_)?(?P<id>\d+)_(?P<att>\d+)_(?P<file>.+)$")
+_NAMED = re.compile(r"^(?P<name>.*?)_(?P<late>LATE_)?(?P<id>\d+)_(?P<att>\d+)_(?P<file>.+)$")
 _ENTRY = re.compile(
     r"^(?:(?P<name>.+?)_)??(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+|\d+)_(?P<kind>text|link)\.html$"
 )

@@ -45,11 +45,11 @@ def sha256(data: bytes) -> str:
 
 def store_submitted(
     course: Path, assignment: str, notebook: str, sub: Submission, ours: dict[str, str]
-) -> tuple[dict[str, str], list[str]]:
-    """Store ``sub`` in ``submitted/``; return the hashes written and flags for what was not.
+) -> list[str]:
+    """Store ``sub`` in ``submitted/``; return a flag for each file left unchanged.
 
-    ``ours`` maps file names to the hashes this grader wrote there before (from the
-    student's previous result); only such a file, or a missing one, is (re)written.
+    ``ours`` maps file names to the hashes this grader wrote there before (known from
+    the student's previous result); only such a file, or a missing one, is (re)written.
     """
     folder = course / "submitted" / sub.student / assignment
     wanted = {}
@@ -57,13 +57,12 @@ def store_submitted(
         wanted[f"{notebook}.ipynb"] = sub.data
     if sub.timestamp is not None:
         wanted["timestamp.txt"] = nbgrader_timestamp(sub.timestamp).encode()
-    written, flags = {}, []
+    flags = []
     for name, data in wanted.items():
         path = folder / name
         if path.exists() or path.is_symlink():
             current = path.read_bytes() if path.is_file() and not path.is_symlink() else None
             if current == data:
-                written[name] = sha256(data)
                 continue
             if current is None or sha256(current) != ours.get(name):
                 flags.append(
@@ -72,8 +71,7 @@ def store_submitted(
                 )
                 continue
         write_atomic(path, data)
-        written[name] = sha256(data)
-    return written, flags
+    return flags
 
 
 def copy_exchange_files(course: Path, assignment: str, student: str) -> list[Path]:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from autograder.grading.results import Status, SubmissionResult
 from autograder.intake.roster import Roster
 
 #: The student columns a Canvas gradebook import starts with.
@@ -55,32 +56,16 @@ CSV_HEADER = (
 _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
 
 
-@dataclass(frozen=True)
-class GradeRow:
-    """One student's grade for the assignment, with what identifies them to the LMS."""
+def sortable_name(r: SubmissionResult) -> str:
+    """``Last, First`` as Canvas sorts students, or what is known of the name."""
+    if r.last_name and r.first_name:
+        return f"{r.last_name}, {r.first_name}"
+    return r.last_name or r.first_name or r.student
 
-    student: str
-    score: float
-    max_score: float
-    status: str
-    lms_user_id: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    email: str | None = None
-    timestamp: str | None = None  #: ISO 8601
-    late: bool | None = None
-    flags: tuple[str, ...] = ()
-    reason: str | None = None  #: why it was not graded, for a status other than ``graded``
 
-    @property
-    def sortable_name(self) -> str:
-        if self.last_name and self.first_name:
-            return f"{self.last_name}, {self.first_name}"
-        return self.last_name or self.first_name or self.student
-
-    @property
-    def full_name(self) -> str:
-        return " ".join(p for p in (self.first_name, self.last_name) if p) or self.student
+def full_name(r: SubmissionResult) -> str:
+    """``First Last``, or the student id when the name is not known."""
+    return " ".join(p for p in (r.first_name, r.last_name) if p) or r.student
 
 
 @dataclass
@@ -110,7 +95,7 @@ def number(x: float) -> str:
     return f"{float(x):g}"
 
 
-def canvas_sheet(rows: list[GradeRow], title: str, roster: Roster | None = None) -> Sheet:
+def canvas_sheet(rows: list[SubmissionResult], title: str, roster: Roster | None = None) -> Sheet:
     """A Canvas gradebook-import CSV for one assignment column.
 
     With ``roster`` (the instructor's Canvas gradebook export) its rows and columns are
@@ -122,8 +107,8 @@ def canvas_sheet(rows: list[GradeRow], title: str, roster: Roster | None = None)
     if roster is None:
         header = [*CANVAS_HEADER, title]
         table = [["Points Possible", "", "", "", "", points]]
-        for uid, row in sorted(by_id.items(), key=lambda kv: kv[1].sortable_name):
-            table.append([row.sortable_name, uid, "", "", "", number(row.score)])
+        for uid, row in sorted(by_id.items(), key=lambda kv: sortable_name(kv[1])):
+            table.append([sortable_name(row), uid, "", "", "", number(row.score)])
         return Sheet(header, table, skipped)
     if roster.kind != "canvas":
         raise ValueError("a Canvas export needs a Canvas gradebook export as its roster")
@@ -166,7 +151,9 @@ def canvas_column(header: list[str], title: str) -> int | None:
     return None
 
 
-def moodle_sheet(rows: list[GradeRow], now: datetime, roster: Roster | None = None) -> Sheet:
+def moodle_sheet(
+    rows: list[SubmissionResult], now: datetime, roster: Roster | None = None
+) -> Sheet:
     """A Moodle grading worksheet, its ``Last modified (grade)`` set to ``now``.
 
     With ``roster`` (a worksheet downloaded from the same assignment) its rows and
@@ -178,7 +165,7 @@ def moodle_sheet(rows: list[GradeRow], now: datetime, roster: Roster | None = No
         table = [
             [
                 f"Participant {pid}",
-                row.full_name,
+                full_name(row),
                 row.email or "",
                 number(row.score),
                 number(row.max_score),
@@ -217,7 +204,9 @@ def moodle_sheet(rows: list[GradeRow], now: datetime, roster: Roster | None = No
     return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
 
 
-def blackboard_sheet(rows: list[GradeRow], title: str, roster: Roster | None = None) -> Sheet:
+def blackboard_sheet(
+    rows: list[SubmissionResult], title: str, roster: Roster | None = None
+) -> Sheet:
     """A Blackboard Grade Center upload: ``Username`` and the assignment's column.
 
     Without ``roster`` the column is ``title [Total Pts: N Score]`` (Blackboard makes a
@@ -256,7 +245,7 @@ def blackboard_sheet(rows: list[GradeRow], title: str, roster: Roster | None = N
     return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
 
 
-def csv_sheet(rows: list[GradeRow]) -> Sheet:
+def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
     """Every student the grader knows, with names, email, LMS id, timestamp and lateness."""
     table = [
         [
@@ -267,7 +256,7 @@ def csv_sheet(rows: list[GradeRow]) -> Sheet:
             r.lms_user_id or "",
             number(r.score),
             number(r.max_score),
-            r.status,
+            r.status.value,
             r.timestamp or "",
             "" if r.late is None else ("yes" if r.late else "no"),
             "; ".join(r.flags),
@@ -278,8 +267,8 @@ def csv_sheet(rows: list[GradeRow]) -> Sheet:
 
 
 def _index(
-    rows: list[GradeRow], what: str, *, numeric: bool
-) -> tuple[dict[str, GradeRow], list[str]]:
+    rows: list[SubmissionResult], what: str, *, numeric: bool
+) -> tuple[dict[str, SubmissionResult], list[str]]:
     """Rows by LMS id; the students without a usable one are listed as skipped."""
     out, skipped = {}, []
     for row in rows:
@@ -293,9 +282,9 @@ def _index(
     return out, skipped
 
 
-def _comment(row: GradeRow) -> str:
-    if row.status == "graded":
+def _comment(row: SubmissionResult) -> str:
+    if row.status is Status.GRADED:
         return f"Autograded: {number(row.score)} / {number(row.max_score)}."
-    if row.status == "missing":
+    if row.status is Status.MISSING:
         return "No submission."
-    return f"Not graded ({row.status}): {row.reason or 'see the feedback page'}"
+    return f"Not graded ({row.status.value}): {row.reason or 'see the feedback page'}"
