@@ -117,13 +117,31 @@ def ours(
     return elapsed, [r.seconds for r in result.results.values()]
 
 
-def cluster_start(spec: str) -> float:
-    """Seconds to start and connect to the LocalCluster ``spec`` (and to stop it)."""
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) that process ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cluster_start(spec: str, idle: float = 20.0) -> float:
+    """Seconds to start and connect to the LocalCluster ``spec``.
+
+    Then, for ``idle`` seconds with no job, the CPU that each worker process and this
+    process (client and scheduler) use: Dask's own cost while a job runs.
+    """
     from autograder.grading.cluster_pool import DaskEngine
 
     start = time.perf_counter()
-    with DaskEngine.connect(cluster=spec):
+    with DaskEngine.connect(cluster=spec) as engine:
         up = time.perf_counter() - start
+        pids = list(engine.client.run(os.getpid).values())
+        time.sleep(2)  # past the start-up
+        before, mine, t0 = [process_cpu(p) for p in pids], time.process_time(), time.perf_counter()
+        time.sleep(idle)
+        elapsed = time.perf_counter() - t0
+        workers = [(process_cpu(p) - b) / elapsed for p, b in zip(pids, before, strict=True)]
+        CPU["idle_workers"] = statistics.mean(workers)
+        CPU["idle_parent"] = (time.process_time() - mine) / elapsed
     return up
 
 
@@ -229,6 +247,10 @@ def print_cluster(args, start_up: float, on_dask: float, dask_jobs, local: float
         f"Dask {statistics.median(dask_jobs):.2f} s"
     )
     print(f"bytes back per submission:    {CPU['result_bytes'] / 1024:.1f} KiB")
+    print(
+        f"Dask's own CPU, no job running: {CPU['idle_workers'] * 100:.1f}% of a core per worker, "
+        f"{CPU['idle_parent'] * 100:.1f}% for the client and scheduler (this process)"
+    )
 
 
 if __name__ == "__main__":

@@ -12,8 +12,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+from conftest import end_session, free_port
 from playwright.sync_api import BrowserContext, Locator, Page, Playwright, expect
 
 from autograder.course import load_config
@@ -115,13 +114,6 @@ def solution_sources(source_nb: Path) -> dict[str, str]:
 # --------------------------------------------------------------------------- server
 
 
-def free_port() -> int:
-    """Return a TCP port that is free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class LabServer:
     """A running JupyterLab, its address and its log."""
@@ -168,17 +160,8 @@ class LabServer:
                 self.shutdown_kernels()
             except (OSError, urllib.error.URLError, ValueError):
                 pass  # the server is already going; the group kill below cleans up
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
         # Kernels live in the server's own session (start_new_session): end them all.
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
+        end_session(self.process)
 
 
 def _wait_until_up(server: LabServer, timeout: float) -> bool:

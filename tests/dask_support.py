@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from conftest import end_session
 
 DASK = str(Path(sys.executable).with_name("dask"))
 #: The scheduler settings grading needs (README: "Grading on a Dask cluster").
@@ -37,17 +38,7 @@ class DaskProcess:
 
     def stop(self) -> None:
         """Ask the command to stop (SIGTERM), then kill its whole session if it lingers."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.process.wait()
+        end_session(self.process)
 
 
 def environment(**extra: str) -> dict[str, str]:

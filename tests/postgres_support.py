@@ -14,11 +14,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from conftest import free_port
 
 SERVER_USER = "nobody"  #: who runs the server when the tests run as root
 SUPERUSER = "postgres"  #: the database role initdb creates
@@ -37,13 +38,6 @@ def postgres_bindir() -> Path:
         )
     newest = max(candidates, key=lambda p: int(Path(p).parents[1].name.split(".")[0]))
     return Path(newest).parent
-
-
-def free_port() -> int:
-    """A TCP port that is free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

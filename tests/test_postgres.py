@@ -57,7 +57,7 @@ def test_a_class_graded_into_postgres_reads_back_with_nbgrader(pg_course, tmp_pa
     write_nb(subs / "bob.ipynb", fill(release, **WRONG_SQUARE))
     write_nb(subs / "carol.ipynb", release)
     result = grade("mini", submissions=subs, course=course, workers=2, timeout=10, sandbox=SANDBOX)
-    assert {s: r["score"] for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
+    assert {s: r.score for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
     assert not (course / "gradebook.db").exists()  # nothing went to a sqlite file instead
 
     from nbgrader.api import Gradebook

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from contextlib import ExitStack
 from pathlib import Path
+from types import MappingProxyType
 
 import dask
 from distributed import Client, LocalCluster
@@ -40,10 +41,12 @@ from autograder.grading.pool import ClusterExecutor, start_local_workers
 #: Scheduler settings that grading relies on: a job is retried once on another worker
 #: (a worker killed from outside costs nothing) and blamed when it kills a second one;
 #: a one-thread worker is never sent a second job while it runs one.
-SCHEDULER_CONFIG = {
-    "distributed.scheduler.allowed-failures": 1,
-    "distributed.scheduler.worker-saturation": 1.0,
-}
+SCHEDULER_CONFIG = MappingProxyType(
+    {
+        "distributed.scheduler.allowed-failures": 1,
+        "distributed.scheduler.worker-saturation": 1.0,
+    }
+)
 WORKER_WAIT_SECONDS = 60.0
 TLS_FILES = ("ca.pem", "cert.pem", "key.pem")
 
