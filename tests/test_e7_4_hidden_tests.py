@@ -293,6 +293,25 @@ EXTRA_MUTANTS = {
         {"test_draft_rows"},
         {"test_draft_rows": "extend the context with each one"},
     ),
+    # Reports the tempered rows but draws from the untempered ones.
+    "draft-samples-at-temperature-one": (
+        {
+            "draft": """
+            running, tokens, rows = list(context), [], []
+            for _ in range(k):
+                raw = draft_model.probs(running)
+                tokens.append(int(rng.choice(len(raw), p=raw)))
+                rows.append(with_temperature(raw, temperature))
+                running.append(tokens[-1])
+            return tokens, np.array(rows).reshape(k, draft_model.vocab_size)
+            """
+        },
+        {"test_draft_rows", "test_draft_follows_q", "test_draft_seeded"},
+        {
+            "test_draft_follows_q": "nearer to sampling at temperature 1",
+            "test_draft_seeded": "one rng.choice(V, p=q_i) per token",
+        },
+    ),
     "tokens-per-pass-without-the-target-token": (
         {"tokens_per_pass": "return sum(a for _, a, _ in stats) / len(stats)"},
         {"test_tokens_per_pass_values"},

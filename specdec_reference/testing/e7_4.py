@@ -29,6 +29,7 @@ __all__ = [
     "Recorder",
     "check_decode_passes",
     "check_distribution",
+    "check_draft_follows_q",
     "check_draft_rows",
     "check_greedy_equivalence",
     "check_sequence_distribution",
@@ -251,6 +252,57 @@ def check_draft_rows(
             f"(largest difference {_max_gap(rows[i], expected):.3g})."
         )
     return drafted
+
+
+def check_draft_follows_q(
+    fn: Callable[..., Any],
+    model: Any,
+    *,
+    prompt: str,
+    temperature: float,
+    draws: int,
+    seed: int,
+    failure_prob: float,
+) -> None:
+    """Fail unless ``fn``'s one-token drafts after ``prompt`` follow the tempered draft.
+
+    ``draws`` calls ``fn(model, prompt, 1, rng, temperature)`` share one
+    ``np.random.default_rng(seed)``; :func:`check_distribution` compares the drafted
+    tokens with ``with_temperature(model.probs(prompt), temperature)``.
+    """
+    context = ngram.encode(prompt)
+    rng = np.random.default_rng(seed)
+    call = f"{draws} calls of draft(draft_model, {prompt!r}, 1, rng, temperature={temperature})"
+    counts: dict[str, int] = {}
+    for _ in range(draws):
+        got = call_or_fail(fn, model, list(context), 1, rng, temperature, call=call)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise AssertionError(f"{call}: a call returned {got!r}, expected (tokens, rows).")
+        drafted = tokens(got[0], call)
+        if len(drafted) != 1:
+            raise AssertionError(f"{call}: a call returned tokens {drafted}, expected one.")
+        counts[ngram.ALPHABET[drafted[0]]] = counts.get(ngram.ALPHABET[drafted[0]], 0) + 1
+    raw = model.probs(context)
+    by_char = {
+        "target": decoding.with_temperature(raw, temperature),
+        "sampling at temperature 1": raw,
+    }
+    dists = {
+        name: {ngram.ALPHABET[i]: float(v) for i, v in enumerate(d)} for name, d in by_char.items()
+    }
+    check_distribution(
+        counts,
+        dists["target"],
+        call=call,
+        failure_prob=failure_prob,
+        label="drafted token",
+        mistakes={
+            "sampling at temperature 1": (
+                dists["sampling at temperature 1"],
+                "draw each token from with_temperature(q, temperature)",
+            )
+        },
+    )
 
 
 # ---------------------------------------------------------------------------
