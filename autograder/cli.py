@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=_default(grade, "workers"),
-        help="worker processes (default: number of CPUs)",
+        help="local worker processes (default: number of CPUs; not used with Dask)",
     )
     p.add_argument("--course", type=Path, help="course root (default: current directory)")
     p.add_argument(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import fill, load_json, released_notebook, sandbox_available, write_nb
+from conftest import REPO, fill, load_json, released_notebook, sandbox_available, write_nb
 from dask_support import environment, make_certificates, start_scheduler, start_worker
 
 from autograder.course import UsageError
@@ -142,3 +143,41 @@ def test_a_tls_scheduler_needs_the_security_option(mini_course, tmp_path):
     subs = _submissions(tmp_path, mini_course, 1)
     with pytest.raises(UsageError, match="a tls:// address needs --security"):
         grade("mini", submissions=subs, course=mini_course, scheduler="tls://127.0.0.1:1")
+
+
+def test_a_worker_with_other_grader_code_is_turned_away(mini_course, tmp_path):
+    """One worker imports a changed copy of the grader: grade names it, it closes, and the
+    other worker grades everything."""
+    changed = tmp_path / "changed"
+    shutil.copytree(REPO / "autograder", changed / "autograder")
+    with open(changed / "autograder" / "course.py", "a", encoding="utf-8") as fh:
+        fh.write("\n# a local edit on one worker\n")
+    subs = _submissions(tmp_path, mini_course, 3)
+    scheduler, address = start_scheduler(tmp_path)
+    good = start_worker(address, tmp_path, "good")
+    other = start_worker(address, tmp_path, "other", env=environment(PYTHONPATH=str(changed)))
+    grading = None
+    try:
+        args = ["grade", "mini", "--submissions", str(subs), "--scheduler", address]
+        grading = subprocess.run(
+            CLI + args + ([] if SANDBOX else ["--no-sandbox"]),
+            cwd=mini_course,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert grading.returncode == 0, grading.stderr
+        assert "autograder code" in grading.stderr and "will not grade" in grading.stderr
+        assert other.process.wait(timeout=120) is not None  # it closed itself
+        assert "does not grade as the instructor does: autograder code" in other.log_text()
+        assert good.process.poll() is None
+    finally:
+        for worker in (good, other):
+            worker.stop()
+        scheduler.stop()
+    rows = read_csv(mini_course / "reports/mini/grades.csv")
+    assert [(r["student"], r["status"], r["score"]) for r in rows] == [
+        ("s0", "graded", "2"),
+        ("s1", "graded", "4"),
+        ("s2", "graded", "2"),
+    ]

@@ -138,7 +138,7 @@ class DaskEngine:
                 sec = tls_security(security) if security else None
                 try:
                     client = stack.enter_context(Client(scheduler, security=sec, timeout=30))
-                except OSError as exc:
+                except (OSError, TimeoutError) as exc:
                     raise UsageError(
                         f"cannot reach the Dask scheduler at {scheduler}: {exc}"
                     ) from exc
