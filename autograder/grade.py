@@ -22,6 +22,7 @@ from autograder import sandbox as sandboxing
 from autograder.course import UsageError, find_course, load_config, notebooks
 from autograder.grading.job import Job, grade_job
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs, start_local_workers
+from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
     load_result,
     load_results,
@@ -85,6 +86,7 @@ def grade(
     # The instructor's own errors (no such folder, nothing in it) come before any check of
     # the machine, so that they are reported as what they are.
     subs = collect(submissions, notebook=notebook)
+    swept = kill_orphans()  # what a grader killed outright (kill -9) may have left running
     if executor_factory is local_executor:
         start_local_workers()  # its imports run while this process sets up
     if timeout is None:
@@ -94,7 +96,7 @@ def grade(
     sync_gradebook(root, assignment, template_hash)
     test_cells = template_test_cells(template, assignment, notebook)
 
-    out = GradeResult(assignment, root)
+    out = GradeResult(assignment, root, swept=swept)
     results_dir = out.reports / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}

@@ -161,6 +161,8 @@ class GradeResult:
     results: dict[str, SubmissionResult] = field(default_factory=dict)
     graded_now: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)  #: unchanged since an earlier run
+    #: processes of earlier graders' jobs whose worker was dead, killed when this run started
+    swept: int = 0
 
     @property
     def reports(self) -> Path:

@@ -68,5 +68,9 @@ def print_summary(result: GradeResult, console: Console | None = None) -> None:
     console.print(table)
     now, reused = len(result.graded_now), len(result.reused)
     console.print(f"graded now: {now}; unchanged since an earlier run: {reused}")
+    if result.swept:
+        console.print(
+            f"killed {result.swept} process(es) that a grader killed earlier had left running"
+        )
     console.print(f"grades: {result.reports / 'grades.csv'}")
     console.print(f"cells:  {result.reports / 'cells.csv'}")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import psutil
 
+from autograder.sandbox import tether
 from autograder.sandbox.limits import (
     EVIDENCE_FD_ENV,
     INNER_HOME,
@@ -177,6 +178,8 @@ class Launch:
             self.argv = stage + drop + args
         else:
             self.argv = args
+        # First of all, the tether: the sandbox dies with this process, at any moment.
+        self.argv = tether.command(os.getpid()) + self.argv
         self.outer_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
     # -- pieces of the command line -------------------------------------------------------
