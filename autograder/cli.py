@@ -1,7 +1,8 @@
 """``specdec-course``: parse arguments, call the verb, print, set the exit code.
 
 Exit codes: 0 success (whatever the submissions did), 1 a refused release,
-2 the instructor's error (unknown assignment, no submissions, unreadable course).
+2 the instructor's error (unknown assignment, no submissions, unreadable course),
+3 grading stopped because the course could not be written (gradebook locked, disk full).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from autograder.course import UsageError, find_course
 from autograder.demo import demo
 from autograder.feedback import feedback
 from autograder.grade import grade
+from autograder.grading.record import RecordError
 from autograder.lab import lab
 from autograder.release import ReleaseError, release
 from autograder.render.terminal import ProgressPrinter, print_summary
@@ -75,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run learner code WITHOUT the sandbox (only for code you trust)",
     )
     p.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
+    p.add_argument(
+        "--gradebook-wait",
+        type=float,
+        default=_default(grade, "gradebook_wait"),
+        help="seconds to wait for a gradebook another program keeps locked (default: %(default)s)",
+    )
 
     p = sub.add_parser("feedback", help="write one HTML feedback page per student")
     p.add_argument("assignment")
@@ -105,6 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RecordError as exc:
+        print(
+            f"error: grading stopped: {exc}\nEverything recorded so far is kept (results/); "
+            "run the same command again to finish the batch.",
+            file=sys.stderr,
+        )
+        return 3
     except KeyboardInterrupt:
         print(
             "interrupted: finished submissions are recorded; run the same command again to "
@@ -148,6 +163,7 @@ def _grade(args: argparse.Namespace) -> int:
             sandbox=not args.no_sandbox,
             force=args.force,
             progress=progress,
+            gradebook_wait=args.gradebook_wait,
         )
     print_summary(result)
     return 0

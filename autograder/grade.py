@@ -6,11 +6,14 @@ the worker pool (:mod:`autograder.grading.pool`), and is the only writer of the 
 gradebook, ``autograded/``, ``feedback/`` and ``reports/<assignment>/``
 (:mod:`autograder.grading.record`).  Each finished submission is recorded at once
 (``results/<student>.json``), so a run that is killed midway loses nothing: running it
-again grades only what is missing.
+again grades only what is missing.  When the course cannot be written (its gradebook
+stays locked, its disk is full), the run stops with
+:class:`~autograder.grading.record.RecordError`, keeping what it recorded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -24,11 +27,16 @@ from autograder.grading.job import Job, grade_job
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs, start_local_workers
 from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
+    GRADEBOOK_WAIT,
+    RecordError,
     load_result,
     load_results,
     record,
+    record_pending,
     result_key,
+    stop_when_disk_full,
     store_submitted,
+    warn,
     write_csvs,
 )
 from autograder.grading.results import GradeResult, Status, SubmissionResult
@@ -53,6 +61,8 @@ def grade(
     job_fn: Callable[[Job], SubmissionResult] = grade_job,
     progress: Callable[[str, int, int], None] | None = None,
     keep_scratch: bool = False,
+    gradebook_wait: float = GRADEBOOK_WAIT,
+    notify: Callable[[str], None] = warn,
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
@@ -71,11 +81,17 @@ def grade(
         (default: local worker processes; a cluster's executor plugs in here)
     job_fn : grades one :class:`Job` in a worker (default :func:`grade_job`)
     progress : called as ``progress(student, n, total)`` after each recorded result
+    gradebook_wait : seconds to wait for a gradebook that another program keeps locked
+    notify : called with each warning for the instructor (default: printed on stderr)
 
     Raises
     ------
     UsageError
         For the instructor's errors only; a submission's problem never raises.
+    RecordError
+        When the course cannot be written (the gradebook stayed locked past
+        ``gradebook_wait``, the disk is full).  What was recorded is kept; the same
+        call again finishes the batch.
     """
     root = find_course(course)
     config = load_config(root)
@@ -104,7 +120,16 @@ def grade(
 
     def finish(result: SubmissionResult) -> None:
         result.key = keys[result.student]
-        record(root, config, notebook, test_cells, result, results_dir)
+        record(
+            root,
+            config,
+            notebook,
+            test_cells,
+            result,
+            results_dir,
+            gradebook_wait=gradebook_wait,
+            notify=notify,
+        )
         out.graded_now.append(result.student)
 
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
@@ -115,9 +140,14 @@ def grade(
             data = readable_notebook(sub)
             previous = load_result(results_dir / f"{sub.student}.json")
             if not force and previous and previous.key == keys[sub.student]:
+                if not previous.in_gradebook:  # graded, but the gradebook was locked or full
+                    record_pending(
+                        root, config, notebook, previous, results_dir, gradebook_wait, notify
+                    )
                 out.reused.append(sub.student)
                 continue
-            store_submitted(root, assignment, notebook, sub)
+            with stop_when_disk_full():
+                store_submitted(root, assignment, notebook, sub)
             if data is None:
                 reason = sub.problem or "unreadable"
                 flagged = list(sub.flags)
@@ -142,28 +172,29 @@ def grade(
             )
         total = len(jobs)
         hard = notebook_timeout + 2 * timeout + 120
-        for n, (job, result) in enumerate(
-            run_jobs(
-                jobs,
-                workers=workers or os.cpu_count() or 1,
-                hard_timeout=hard,
-                executor_factory=executor_factory,
-                fn=job_fn,
-            ),
-            start=1,
-        ):
-            result.flags = flags.get(job.student, []) + result.flags
-            finish(result)
-            if feedback:  # written while the workers grade the next submissions
-                _write_feedback(assignment, root, job.student)
-                pages.add(job.student)
-            if progress:
-                progress(job.student, n, total)
+        finished = run_jobs(
+            jobs,
+            workers=workers or os.cpu_count() or 1,
+            hard_timeout=hard,
+            executor_factory=executor_factory,
+            fn=job_fn,
+        )
+        # closing(): a RecordError stops the workers at once, not after their jobs.
+        with contextlib.closing(finished):
+            for n, (job, result) in enumerate(finished, start=1):
+                result.flags = flags.get(job.student, []) + result.flags
+                finish(result)
+                if feedback:  # written while the workers grade the next submissions
+                    _write_feedback(assignment, root, job.student)
+                    pages.add(job.student)
+                if progress:
+                    progress(job.student, n, total)
     finally:
         shutil.rmtree(run_root, ignore_errors=True)
 
     out.results = load_results(results_dir)
-    write_csvs(out.reports, out.results)
+    with stop_when_disk_full():
+        write_csvs(out.reports, out.results)
     if feedback:  # the submissions recorded without a worker (invalid ones)
         for student in out.graded_now:
             if student not in pages:
@@ -184,7 +215,11 @@ def _sandbox_limits() -> sandboxing.Limits:
 
 
 def _write_feedback(assignment: str, course: Path, student: str) -> None:
+    """Write one student's feedback page; a full disk stops the run, other errors warn."""
     try:
-        write_pages(course, assignment, student=student)
+        with stop_when_disk_full():
+            write_pages(course, assignment, student=student)
+    except RecordError:
+        raise
     except Exception as exc:  # a page that cannot be written costs no grade
         print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)

@@ -9,20 +9,25 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import psutil
 import pytest
-from conftest import fill, released_notebook, sandbox_available, write_nb
+from conftest import FILES, fill, new_course, released_notebook, sandbox_available, write_nb
 from nbgrader.api import Gradebook
 
 from autograder.grade import grade
 from autograder.grading.processes import JOB_MARKER, kill_orphans
+from autograder.grading.record import RecordError, load_results, write_csvs
+from autograder.render.feedback_page import write_pages
 from autograder.sandbox import Limits, tether
 from autograder.sandbox.launch import Launch
 
@@ -283,3 +288,234 @@ def _pgid(pid: int) -> int | None:
         return os.getpgid(pid)
     except OSError:
         return None
+
+
+# ---------------------------------------------------------------------------------------
+# A busy gradebook costs no grade
+# ---------------------------------------------------------------------------------------
+
+#: Another program (as the formgrader would) holding a write transaction on the gradebook
+#: until it reads a line.
+HOLDER = textwrap.dedent(
+    """
+    import sqlite3, sys
+    db = sqlite3.connect(sys.argv[1], isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("UPDATE student SET first_name = first_name")
+    print("locked", flush=True)
+    sys.stdin.readline()
+    db.execute("COMMIT")
+    print("released", flush=True)
+    """
+)
+
+
+class GradebookHolder:
+    """Holds a write transaction on ``gradebook.db`` from another process."""
+
+    def __init__(self, course) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(course / "gradebook.db")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout.readline().strip() == "locked"
+
+    def release(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.write("\n")
+            self.proc.stdin.flush()
+            assert self.proc.stdout.readline().strip() == "released"
+            self.proc.wait()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def gradebook_scores(course) -> dict[str, float]:
+    """Each student's total in the course gradebook, read back with nbgrader."""
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "specdec-e7") as gb:
+        return {sub.student.id: float(sub.score) for sub in gb.find_assignment("mini").submissions}
+
+
+def csv_scores(course) -> dict[str, float]:
+    rows = (course / "reports/mini/grades.csv").read_text().splitlines()[1:]
+    return {row.split(",")[0]: float(row.split(",")[1]) for row in rows}
+
+
+@pytest.fixture
+def three_subs(mini_course, tmp_path):
+    release_nb = released_notebook(mini_course, "mini", "mini")
+    subs = tmp_path / "subs"
+    write_nb(subs / "s0.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "s1.ipynb", fill(release_nb, square="def square(x):\n    return abs(x) * x"))
+    write_nb(subs / "s2.ipynb", fill(release_nb, **CORRECT))
+    return subs
+
+
+EXPECTED = {"s0": 4.0, "s1": 1.0, "s2": 4.0}
+
+
+def test_grade_waits_for_a_locked_gradebook_and_records_everything(mini_course, three_subs):
+    """The gradebook is locked after the first result: grade says so, waits, then every
+    result reaches the gradebook and the CSVs."""
+    holder: list[GradebookHolder] = []
+    notes: list[str] = []
+
+    def progress(student, n, total):
+        if n == 1:  # mid-run: lock it before the next result is recorded
+            holder.append(GradebookHolder(mini_course))
+
+    def notify(message):
+        notes.append(message)
+        holder[0].release()  # the other program is done after grade's first wait
+
+    try:
+        result = grade(
+            "mini",
+            submissions=three_subs,
+            course=mini_course,
+            workers=2,
+            sandbox=SANDBOX,
+            progress=progress,
+            notify=notify,
+        )
+    finally:
+        for h in holder:
+            h.close()
+    assert notes and "gradebook is locked" in notes[0] and "retrying" in notes[0]
+    assert sorted(result.graded_now) == ["s0", "s1", "s2"]
+    assert gradebook_scores(mini_course) == EXPECTED
+    assert csv_scores(mini_course) == EXPECTED
+
+
+def test_a_gradebook_locked_too_long_stops_the_run_and_loses_nothing(mini_course, three_subs):
+    """Past the limit, grade stops with a clear message; the result it could not put in
+    the gradebook is kept, and the next run records it without regrading it."""
+    holder: list[GradebookHolder] = []
+    recorded: list[str] = []
+
+    def progress(student, n, total):
+        recorded.append(student)
+        if n == 1:
+            holder.append(GradebookHolder(mini_course))
+
+    try:
+        with pytest.raises(RecordError, match="stayed locked by another program"):
+            grade(
+                "mini",
+                submissions=three_subs,
+                course=mini_course,
+                workers=1,
+                sandbox=SANDBOX,
+                progress=progress,
+                notify=lambda message: None,
+                gradebook_wait=1,
+            )
+        results = mini_course / "reports/mini/results"
+        kept = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+        first, stuck = recorded[0], (set(kept) - set(recorded)).pop()
+        assert kept[first]["in_gradebook"] is True
+        assert kept[stuck]["in_gradebook"] is False and kept[stuck]["score"] == EXPECTED[stuck]
+        holder[0].release()
+    finally:
+        for h in holder:
+            h.close()
+
+    again = grade("mini", submissions=three_subs, course=mini_course, workers=1, sandbox=SANDBOX)
+    assert stuck in again.reused and stuck not in again.graded_now
+    assert gradebook_scores(mini_course) == EXPECTED
+    assert csv_scores(mini_course) == EXPECTED
+
+
+# ---------------------------------------------------------------------------------------
+# A full disk is reported, not corrupted
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 32 MiB tmpfs (the grader runs as root here), unmounted afterwards."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], check=True)
+    yield mount
+    subprocess.run(["umount", "--lazy", str(mount)], check=False)
+
+
+def fill_disk(mount) -> Path:
+    """Write a ballast file until the disk is full; return it."""
+    ballast = mount / "ballast"
+    with open(ballast, "wb") as fh:
+        try:
+            while True:
+                fh.write(b"\0" * 65536)
+                fh.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return ballast
+
+
+def half_written(course) -> list[str]:
+    """Temporary files left behind, and results or pages that are not complete."""
+    bad = [str(p) for p in course.rglob("*.tmp")]
+    for path in course.glob("reports/*/results/*.json"):
+        try:
+            json.loads(path.read_text())
+        except ValueError:
+            bad.append(str(path))
+    bad += [str(p) for p in course.glob("feedback/**/*.html") if "</html>" not in p.read_text()]
+    return bad
+
+
+def test_a_full_disk_stops_grade_with_the_reason_and_a_rerun_finishes(small_disk, tmp_path):
+    """The disk fills up mid-run: grade stops with the reason, what was recorded (and the
+    CSVs and pages of the run before) stays whole, and a rerun with space finishes."""
+    course = new_course(small_disk / "course", {"mini": FILES / "mini_course/source/mini"})
+    release_nb = released_notebook(course, "mini", "mini")
+    subs = tmp_path / "subs"
+    write_nb(subs / "s0.ipynb", fill(release_nb, **CORRECT))
+    grade("mini", submissions=subs, course=course, workers=2, sandbox=SANDBOX)
+    reports = course / "reports/mini"
+    csv_before = (reports / "grades.csv").read_text()
+    write_nb(subs / "s1.ipynb", fill(release_nb, **CORRECT))
+    write_nb(subs / "s2.ipynb", fill(release_nb, **CORRECT))
+    ballast: list[Path] = []
+
+    def progress(student, n, total):
+        if n == 1:  # one more result recorded, then the disk is full
+            ballast.append(fill_disk(small_disk))
+
+    with pytest.raises(RecordError, match="disk is full") as stopped:
+        grade(
+            "mini", submissions=subs, course=course, workers=1, sandbox=SANDBOX, progress=progress
+        )
+    assert "No space left on device" in str(stopped.value)
+    recorded = sorted(p.stem for p in (reports / "results").glob("*.json"))
+    assert len(recorded) == 2, recorded  # s0, and the one recorded before the disk filled
+    assert gradebook_scores(course) == dict.fromkeys(recorded, 4.0)
+    assert (reports / "grades.csv").read_text() == csv_before
+    assert half_written(course) == []
+
+    # Neither the CSVs nor a feedback page can be rewritten now; the old ones stay whole.
+    page = course / "feedback" / recorded[1] / "mini" / "mini.html"
+    page_before = page.read_text()
+    for write in (
+        lambda: write_csvs(reports, load_results(reports / "results")),
+        lambda: write_pages(course, "mini", student=recorded[1]),
+    ):
+        with pytest.raises(OSError) as full:
+            write()
+        assert full.value.errno == errno.ENOSPC
+    assert (reports / "grades.csv").read_text() == csv_before
+    assert page.read_text() == page_before
+    assert half_written(course) == []
+
+    ballast[0].unlink()
+    again = grade("mini", submissions=subs, course=course, workers=2, sandbox=SANDBOX)
+    assert sorted(again.reused) == recorded and len(again.graded_now) == 1
+    assert gradebook_scores(course) == {"s0": 4.0, "s1": 4.0, "s2": 4.0}
+    assert csv_scores(course) == {"s0": 4.0, "s1": 4.0, "s2": 4.0}
+    assert half_written(course) == []

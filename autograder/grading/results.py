@@ -114,6 +114,9 @@ class SubmissionResult:
     seconds: float = 0.0
     #: What the result was graded from (submission, source, limits); resume compares it.
     key: str = ""
+    #: Whether the course gradebook has these scores (false: an earlier run could not
+    #: write them there; the next run does, without regrading).
+    in_gradebook: bool = False
     #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
     autograded: str | None = field(default=None, repr=False, compare=False)
 
@@ -144,6 +147,8 @@ class SubmissionResult:
             cells=[CellResult.from_dict(c) for c in data.get("cells", [])],
             seconds=float(data.get("seconds", 0.0)),
             key=str(data.get("key") or ""),
+            # Files written before the field existed were written after the gradebook.
+            in_gradebook=bool(data.get("in_gradebook", True)),
         )
 
     @classmethod
