@@ -1,7 +1,12 @@
 """The instructor's tool for the chapter E7 course: release, grade, feedback, report, demo.
 
 Each verb lives in its own module (``release.py``, ``grade.py``, ``feedback.py``,
-``report.py``, ``demo.py``); ``cli.py`` only parses arguments and calls them.
+``report.py``, ``demo.py``, ``lab.py``); ``cli.py`` only parses arguments and calls them.
+The folders are the grading pipeline, in order: ``intake/`` (submissions in), ``grading/``
+(one job per submission, on a worker pool), ``preprocessors/`` (nbgrader's steps around
+execution), ``sandbox/`` (where the kernel runs), ``integrity/`` (tamper detection) and
+``render/`` (feedback pages and the report).  ``tests/test_lint.py`` keeps the imports
+pointing down that list.
 """
 
 __version__ = "0.1.0"

@@ -11,6 +11,7 @@ import argparse
 import inspect
 import sys
 from pathlib import Path
+from types import MappingProxyType
 
 from autograder.course import UsageError, find_course
 from autograder.demo import demo
@@ -190,14 +191,16 @@ def _lab(args: argparse.Namespace) -> int:
 
 #: Every verb: the subcommand's name and the function that runs it on the parsed arguments.
 #: A new verb adds its subparser in :func:`build_parser` and its entry here.
-COMMANDS = {
-    "release": _release,
-    "grade": _grade,
-    "feedback": _feedback,
-    "report": _report,
-    "demo": _demo,
-    "lab": _lab,
-}
+COMMANDS = MappingProxyType(
+    {
+        "release": _release,
+        "grade": _grade,
+        "feedback": _feedback,
+        "report": _report,
+        "demo": _demo,
+        "lab": _lab,
+    }
+)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ LAYERS = [
 #: Imports inside a function body, each with the reason it is there (see the comment at it).
 LAZY_IMPORTS = {
     # matplotlib is heavy and only the font cache needs it; importing builds that cache
-    ("autograder.sandbox.launch", "matplotlib"),
+    ("autograder.sandbox.mounts", "matplotlib"),
 }
 
 

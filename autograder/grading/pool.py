@@ -41,14 +41,14 @@ def _warm_up() -> None:
     warnings.filterwarnings("ignore")
 
 
-_PRELOAD = [
+_PRELOAD = (
     "autograder.grading.job",
     "nbgrader.apps",
     "nbgrader.converters",
     "nbgrader.api",
     "nbclient",
     "jupyter_client",
-]
+)
 
 
 def local_executor(workers: int) -> Executor:
@@ -71,7 +71,7 @@ def start_local_workers() -> None:
 
 def _forkserver_context() -> ForkServerContext:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_PRELOAD)
+    context.set_forkserver_preload(list(_PRELOAD))
     return context
 
 

@@ -6,6 +6,7 @@ Also reads why nbgrader could not grade a notebook at all (``invalid`` or ``fail
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from nbformat import NotebookNode
 
@@ -57,7 +58,7 @@ def score_cells(
 
 
 #: The errors the guarded executor writes into cells it did not run, and what they mean.
-STOPS = {NOT_EXECUTED: Stop.NOT_RUN, NOTEBOOK_TIMEOUT: Stop.NOTEBOOK_TIMEOUT}
+STOPS = MappingProxyType({NOT_EXECUTED: Stop.NOT_RUN, NOTEBOOK_TIMEOUT: Stop.NOTEBOOK_TIMEOUT})
 
 
 def status_of(cells: list[CellResult]) -> tuple[Status, str]:

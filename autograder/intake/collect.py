@@ -33,7 +33,7 @@ MAX_DEPTH = 8
 #: Longest normalized student id.
 MAX_ID_LENGTH = 64
 
-_SKIP_NAMES = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store"}
+_SKIP_NAMES = frozenset({"__MACOSX", ".ipynb_checkpoints", ".DS_Store"})
 
 
 @dataclass

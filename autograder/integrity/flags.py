@@ -11,6 +11,7 @@ score.  :func:`describe` gives the reason behind each flag; :func:`runtime_flags
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import MappingProxyType
 
 from nbformat import NotebookNode
 
@@ -30,50 +31,55 @@ REFERENCE_PACKAGES = ("specdec_reference",)
 
 
 #: Why each flag is raised; shown to the instructor next to the flag.
-REASONS = {
-    "tamper:input-transformer": "changed IPython's input transformers (can blank out later cells, "
-    "the tests included)",
-    "tamper:ast-transformer": "added an IPython AST transformer (can rewrite the tests' code)",
-    "tamper:event-callback": "registered an IPython event callback from learner code",
-    "tamper:custom-exception-handler": "installed a custom exception handler (hides test failures)",
-    "tamper:kernel-patched": "replaced a method the kernel uses to run cells or report errors",
-    "tamper:monitor-removed": "removed the grader's integrity monitor",
-    "tamper:monitor-bypassed": "a test cell ran without the grader's monitor seeing it",
-    "tamper:test-altered": "a test cell was compiled from source other than the instructor's",
-    "tamper:test-not-run": "a test cell was reported as run but its code never executed",
-    "tamper:trace": "installed a trace or profile function (can change running code)",
-    "tamper:monkeypatch-numpy": "replaced a numpy function (e.g. np.isclose)",
-    "tamper:monkeypatch-math": "replaced a function of the math module",
-    "tamper:monkeypatch-builtins": "replaced a Python builtin (abs, float, AssertionError...)",
-    "tamper:monkeypatch-operator": "replaced a function of the operator module",
-    "tamper:shadowed-builtin": "a test cell would have called learner code under a builtin's "
-    "name (e.g. abs = lambda x: 0)",
-    "tamper:redefined-test-helper": "rebound a helper that an earlier test cell defined",
-    "tamper:patched-reference": "changed the reference package or its check helpers",
-    "tamper:fake-reference": "the reference package was loaded from somewhere else",
-    "tamper:import-hook": "changed Python's import machinery (meta path, path hooks, sys.modules)",
-    "tamper:probe-suppressed": "the grader's last cell ran but produced no report",
-    "tamper:probe-forged": "the integrity report did not come from the grader's monitor",
-    "uses-reference": "learner code imports or reads the reference implementation",
-    "probe-missing": "the grader's integrity report is missing (the kernel died, timed out "
-    "or was stopped before the end)",
-    "suspect:exit": "stops the kernel or the cell early (os._exit, os.kill, sys.exit, exit...); "
-    "the tests that do not run score zero",
-    "suspect:signal": "changes signal handling (e.g. ignores interrupts)",
-    "suspect:dynamic-code": "runs code built at run time (exec, eval, compile)",
-    "suspect:dynamic-import": "imports modules by computed name (importlib, __import__, "
-    "sys.modules)",
-    "suspect:ipython-internals": "uses IPython or kernel internals (get_ipython(), ipykernel)",
-    "suspect:introspection": "uses gc, ctypes, inspect or frames to reach other code's objects",
-    "suspect:code-patch": "replaces a function's code, globals, defaults or closure",
-    "suspect:shadows-builtin": "defines a name that hides a Python builtin",
-    "suspect:stream-redirect": "replaces sys.stdout or sys.stderr",
-    "suspect:fake-test-output": "prints text that looks like test results",
-    "suspect:course-files": "refers to the course's files (source/, release/, gradebook.db...)",
-    "suspect:subprocess": "starts processes (subprocess, os.system, fork, shell escapes)",
-    "suspect:network": "opens network connections",
-    "suspect:sys-path": "changes sys.path",
-}
+REASONS = MappingProxyType(
+    {
+        "tamper:input-transformer": "changed IPython's input transformers "
+        "(can blank out later cells, the tests included)",
+        "tamper:ast-transformer": "added an IPython AST transformer (can rewrite the tests' code)",
+        "tamper:event-callback": "registered an IPython event callback from learner code",
+        "tamper:custom-exception-handler": "installed a custom exception handler "
+        "(hides test failures)",
+        "tamper:kernel-patched": "replaced a method the kernel uses to run cells or report errors",
+        "tamper:monitor-removed": "removed the grader's integrity monitor",
+        "tamper:monitor-bypassed": "a test cell ran without the grader's monitor seeing it",
+        "tamper:test-altered": "a test cell was compiled from source other than the instructor's",
+        "tamper:test-not-run": "a test cell was reported as run but its code never executed",
+        "tamper:trace": "installed a trace or profile function (can change running code)",
+        "tamper:monkeypatch-numpy": "replaced a numpy function (e.g. np.isclose)",
+        "tamper:monkeypatch-math": "replaced a function of the math module",
+        "tamper:monkeypatch-builtins": "replaced a Python builtin (abs, float, AssertionError...)",
+        "tamper:monkeypatch-operator": "replaced a function of the operator module",
+        "tamper:shadowed-builtin": "a test cell would have called learner code under a builtin's "
+        "name (e.g. abs = lambda x: 0)",
+        "tamper:redefined-test-helper": "rebound a helper that an earlier test cell defined",
+        "tamper:patched-reference": "changed the reference package or its check helpers",
+        "tamper:fake-reference": "the reference package was loaded from somewhere else",
+        "tamper:import-hook": "changed Python's import machinery "
+        "(meta path, path hooks, sys.modules)",
+        "tamper:probe-suppressed": "the grader's last cell ran but produced no report",
+        "tamper:probe-forged": "the integrity report did not come from the grader's monitor",
+        "uses-reference": "learner code imports or reads the reference implementation",
+        "probe-missing": "the grader's integrity report is missing (the kernel died, timed out "
+        "or was stopped before the end)",
+        "suspect:exit": "stops the kernel or the cell early "
+        "(os._exit, os.kill, sys.exit, exit...); "
+        "the tests that do not run score zero",
+        "suspect:signal": "changes signal handling (e.g. ignores interrupts)",
+        "suspect:dynamic-code": "runs code built at run time (exec, eval, compile)",
+        "suspect:dynamic-import": "imports modules by computed name (importlib, __import__, "
+        "sys.modules)",
+        "suspect:ipython-internals": "uses IPython or kernel internals (get_ipython(), ipykernel)",
+        "suspect:introspection": "uses gc, ctypes, inspect or frames to reach other code's objects",
+        "suspect:code-patch": "replaces a function's code, globals, defaults or closure",
+        "suspect:shadows-builtin": "defines a name that hides a Python builtin",
+        "suspect:stream-redirect": "replaces sys.stdout or sys.stderr",
+        "suspect:fake-test-output": "prints text that looks like test results",
+        "suspect:course-files": "refers to the course's files (source/, release/, gradebook.db...)",
+        "suspect:subprocess": "starts processes (subprocess, os.system, fork, shell escapes)",
+        "suspect:network": "opens network connections",
+        "suspect:sys-path": "changes sys.path",
+    }
+)
 
 
 def describe(flag: str) -> str:

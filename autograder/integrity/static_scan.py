@@ -9,75 +9,82 @@ from __future__ import annotations
 
 import ast
 import re
+from types import MappingProxyType
 
 from IPython.core.inputtransformer2 import TransformerManager
 from nbformat import NotebookNode
 
 from autograder.integrity.flags import REFERENCE_PACKAGES
 
-_WATCHED = {"numpy": "numpy", "math": "math", "builtins": "builtins", "operator": "operator"}
+_WATCHED = MappingProxyType(
+    {"numpy": "numpy", "math": "math", "builtins": "builtins", "operator": "operator"}
+)
 
 
-_IPYTHON_TAMPER_ATTRS = {
-    "input_transformers_cleanup": "tamper:input-transformer",
-    "input_transformers_post": "tamper:input-transformer",
-    "input_transformer_manager": "tamper:input-transformer",
-    "ast_transformers": "tamper:ast-transformer",
-    "set_custom_exc": "tamper:custom-exception-handler",
-    "custom_exceptions": "tamper:custom-exception-handler",
-    "showtraceback": "tamper:kernel-patched",
-    "_showtraceback": "tamper:kernel-patched",
-    "showsyntaxerror": "tamper:kernel-patched",
-    "InteractiveTB": "tamper:kernel-patched",
-    "run_ast_nodes": "tamper:kernel-patched",
-    "run_cell_async": "tamper:kernel-patched",
-    "transform_cell": "tamper:kernel-patched",
-}
+_IPYTHON_TAMPER_ATTRS = MappingProxyType(
+    {
+        "input_transformers_cleanup": "tamper:input-transformer",
+        "input_transformers_post": "tamper:input-transformer",
+        "input_transformer_manager": "tamper:input-transformer",
+        "ast_transformers": "tamper:ast-transformer",
+        "set_custom_exc": "tamper:custom-exception-handler",
+        "custom_exceptions": "tamper:custom-exception-handler",
+        "showtraceback": "tamper:kernel-patched",
+        "_showtraceback": "tamper:kernel-patched",
+        "showsyntaxerror": "tamper:kernel-patched",
+        "InteractiveTB": "tamper:kernel-patched",
+        "run_ast_nodes": "tamper:kernel-patched",
+        "run_cell_async": "tamper:kernel-patched",
+        "transform_cell": "tamper:kernel-patched",
+    }
+)
 
 
-_SHELL_BENIGN = {"run_line_magic", "run_cell_magic", "magic", "system", "getoutput"}
+_SHELL_BENIGN = frozenset({"run_line_magic", "run_cell_magic", "magic", "system", "getoutput"})
 
 
-_BUILTIN_NAMES = {
-    "abs",
-    "all",
-    "any",
-    "bool",
-    "dict",
-    "divmod",
-    "enumerate",
-    "filter",
-    "float",
-    "getattr",
-    "hasattr",
-    "int",
-    "isinstance",
-    "issubclass",
-    "iter",
-    "len",
-    "list",
-    "map",
-    "max",
-    "min",
-    "next",
-    "pow",
-    "print",
-    "range",
-    "repr",
-    "round",
-    "set",
-    "sorted",
-    "str",
-    "sum",
-    "tuple",
-    "type",
-    "zip",
-    "AssertionError",
-    "Exception",
-    "BaseException",
-    "TypeError",
-    "ValueError",
-}
+_BUILTIN_NAMES = frozenset(
+    {
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "dict",
+        "divmod",
+        "enumerate",
+        "filter",
+        "float",
+        "getattr",
+        "hasattr",
+        "int",
+        "isinstance",
+        "issubclass",
+        "iter",
+        "len",
+        "list",
+        "map",
+        "max",
+        "min",
+        "next",
+        "pow",
+        "print",
+        "range",
+        "repr",
+        "round",
+        "set",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "type",
+        "zip",
+        "AssertionError",
+        "Exception",
+        "BaseException",
+        "TypeError",
+        "ValueError",
+    }
+)
 
 
 _FAKE_OUTPUT = re.compile(r"(tests? passed|all tests|\bpassed\b|✓|✔|100\s*%|full marks)", re.I)

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import mistune
@@ -48,13 +49,15 @@ from autograder.render.page import (
     render_page,
 )
 
-CELL_STATUS = {
-    "passed": ("Passed", "\u2713"),
-    "failed": ("Failed", "\u2717"),
-    "timeout": ("Timed out", "\u23f1"),
-    "missing": ("Missing", "?"),
-    "not-run": ("Not run", "\u2013"),
-}
+CELL_STATUS = MappingProxyType(
+    {
+        "passed": ("Passed", "\u2713"),
+        "failed": ("Failed", "\u2717"),
+        "timeout": ("Timed out", "\u23f1"),
+        "missing": ("Missing", "?"),
+        "not-run": ("Not run", "\u2013"),
+    }
+)
 
 
 _HIDDEN_BLOCK = re.compile(
@@ -70,23 +73,10 @@ _SOLUTION_BLOCK = re.compile(
 
 
 def write_pages(course: Path, assignment: str, *, student: str | None = None) -> list[Path]:
-    """Write one self-contained HTML page per graded student; return the paths.
+    """Write ``feedback/<student>/<assignment>/<notebook>.html`` for each recorded result
+    (or only ``student``'s) in the course root ``course``; return the paths, by student.
 
-    Parameters
-    ----------
-    assignment : the assignment name, e.g. ``e7_2_acceptance_tests``.
-    course : the nbgrader course root.
-    student : only this student's page(s); default every student with a result.
-
-    Returns
-    -------
-    list of Path, one page per student and notebook, sorted by student.
-
-    Raises
-    ------
-    UsageError
-        When the assignment is unknown, has no results (``grade`` has not run), or
-        ``student`` has no result.
+    A UsageError says what is missing (an unknown assignment, no results yet).
     """
     check_assignment(course, assignment)
     results = load_results(course, assignment, student=student)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import jinja2
@@ -30,12 +31,14 @@ MAX_MESSAGE_CHARS = 4_000
 
 
 #: Human labels (text, symbol) for a submission's and a test cell's status.
-SUBMISSION_STATUS = {
-    Status.GRADED: "Graded",
-    Status.FAILED: "Grading failed",
-    Status.TIMEOUT: "Timed out",
-    Status.INVALID: "Invalid submission",
-}
+SUBMISSION_STATUS = MappingProxyType(
+    {
+        Status.GRADED: "Graded",
+        Status.FAILED: "Grading failed",
+        Status.TIMEOUT: "Timed out",
+        Status.INVALID: "Invalid submission",
+    }
+)
 
 
 def render_page(template: str, page: dict) -> str:

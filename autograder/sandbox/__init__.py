@@ -36,8 +36,8 @@ from autograder.sandbox.check import sandbox_problem
 from autograder.sandbox.cleanup import kill_leftovers, kill_with_sandboxes, running
 from autograder.sandbox.executor import configure, executor
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
-from autograder.sandbox.launch import python_mounts, visible_entries
 from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
+from autograder.sandbox.mounts import python_mounts, visible_entries
 
 __all__ = [
     "INNER_REFERENCE",

@@ -10,8 +10,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.sandbox.launch import Launch, scratch_root
+from autograder.sandbox.launch import Launch
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.mounts import scratch_root
 
 
 @functools.cache

@@ -7,8 +7,6 @@ and reads back what the sandbox reports (its init pid, the monitor's evidence).
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import os
 import select
@@ -20,8 +18,7 @@ import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
-
-import psutil
+from typing import BinaryIO
 
 from autograder.sandbox import tether
 from autograder.sandbox.limits import (
@@ -32,6 +29,13 @@ from autograder.sandbox.limits import (
     MAX_EVIDENCE_BYTES,
     SANDBOX_UID,
     Limits,
+)
+from autograder.sandbox.mounts import (
+    copy_package,
+    matplotlib_font_cache,
+    python_mounts,
+    scratch_root,
+    visible_entries,
 )
 
 _STAGE_SCRIPT = (
@@ -63,40 +67,51 @@ class Launch:
         self.as_root = os.geteuid() == 0
         self.uid = SANDBOX_UID if self.as_root else os.getuid()
         self.gid = SANDBOX_UID if self.as_root else os.getgid()
-        self.files: list = []
+        self.files: list[BinaryIO] = []
         self._child_fds: list[int] = []
         self._stage: Path | None = None
         self._mounts: list[tuple[str, str]] = []  # (host source, mount point) when root
         self._gated: list[Path] = []
         self.evidence_read_fd: int | None = None
-
         self.info_read_fd, info_write = os.pipe()
         self._child_fds.append(info_write)
-        args = [
-            "bwrap",
-            "--unshare-all",
-            "--unshare-user",
-            "--disable-userns",
-            "--die-with-parent",
-            "--new-session",
-            "--hostname",
-            "sandbox",
-            "--uid",
-            str(self.uid),
-            "--gid",
-            str(self.gid),
-            "--clearenv",
-        ]
-        inner_env = self._inner_env(env or {}, bool(reference_packages))
+
+        # bwrap applies these in order: a later mount shows on top of an earlier one.
+        args = self._namespaces(env or {}, bool(reference_packages), evidence)
+        args += self._system()
+        args += self._reference(list(reference_packages), gate_reference)
+        args += self._scratch(limits, connection_file)
+        # Python: the base installation and the virtualenv, read-only at their own paths.
+        # Bound after the sandbox's own tmpfs mounts, so that one living under /tmp (or
+        # /dev/shm, /run) is shown on top of them rather than hidden by them.
+        for source, dest in python_mounts():
+            args += self._ro(source, dest)
+        args += self._working_directory(Path(cwd).resolve(), limits)
+        args += ["--info-fd", str(info_write), "--remount-ro", "/"]
+        args += ["--", *_prlimit(limits), "--", *command]
+        self.argv = self._staged(args) if self.as_root else args
+        # First of all, the tether: the sandbox dies with this process, at any moment.
+        self.argv = tether.command(os.getpid()) + self.argv
+        self.outer_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+
+    # -- the steps of the command line ----------------------------------------------------
+    def _namespaces(self, env: dict[str, str], reference: bool, evidence: bool) -> list[str]:
+        """New namespaces for everything, this uid, and only the environment it is given."""
+        args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns"]
+        args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+        args += ["--uid", str(self.uid), "--gid", str(self.gid), "--clearenv"]
+        inner_env = self._inner_env(env, reference)
         if evidence:
             self.evidence_read_fd, evidence_write = os.pipe()
             self._child_fds.append(evidence_write)
             inner_env[EVIDENCE_FD_ENV] = str(evidence_write)
         for key, value in sorted(inner_env.items()):
             args += ["--setenv", key, value]
+        return args
 
-        # The system: /usr read-only, /bin, /lib... as the host has them.
-        args += ["--ro-bind", "/usr", "/usr"]
+    def _system(self) -> list[str]:
+        """The system: /usr read-only, /bin, /lib... as the host has them, a minimal /etc."""
+        args = ["--ro-bind", "/usr", "/usr"]
         for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
             if os.path.islink(top):
                 args += ["--symlink", os.readlink(top), top]
@@ -107,80 +122,58 @@ class Launch:
             args += ["--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache"]
         args += self._data("/etc/passwd", self._passwd(), 0o444)
         args += self._data("/etc/group", self._group(), 0o444)
+        return args
 
-        # The reference package(s), copied so that the copy's permissions can be gated.
-        if reference_packages:
-            ref_root = self.run_dir / "reference"
-            ref_root.mkdir(exist_ok=True)
-            for name in reference_packages:
-                _copy_package(name, ref_root)
-            os.chmod(ref_root, 0o755)
-            # Gate the directory on sys.path itself: while it is unreadable, the import
-            # system sees no package there (rather than an empty namespace package).
-            self._gated.append(ref_root)
-            args += self._ro(str(ref_root), INNER_REFERENCE)
-            if gate_reference and self.as_root:
-                self.set_reference_readable(False)
+    def _reference(self, packages: list[str], gate: bool) -> list[str]:
+        """The reference package(s), copied so that the copy's permissions can be gated."""
+        if not packages:
+            return []
+        ref_root = self.run_dir / "reference"
+        ref_root.mkdir(exist_ok=True)
+        for name in packages:
+            copy_package(name, ref_root)
+        os.chmod(ref_root, 0o755)
+        # Gate the directory on sys.path itself: while it is unreadable, the import
+        # system sees no package there (rather than an empty namespace package).
+        self._gated.append(ref_root)
+        args = self._ro(str(ref_root), INNER_REFERENCE)
+        if gate and self.as_root:
+            self.set_reference_readable(False)
+        return args
 
-        # Devices, /proc, and small private tmpfs mounts for everything writable.
+    def _scratch(self, limits: Limits, connection_file: bytes | None) -> list[str]:
+        """Devices, /proc, and small private tmpfs mounts for everything writable."""
         size = str(int(limits.scratch_bytes))
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        args = ["--proc", "/proc", "--dev", "/dev"]
         args += ["--size", str(16 * 1024**2), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
         args += ["--size", size, "--tmpfs", "/tmp", "--dir", INNER_HOME]
         args += ["--dir", f"{INNER_HOME}/.config", "--dir", f"{INNER_HOME}/.config/matplotlib"]
-        fontlist = _matplotlib_font_cache()
+        fontlist = matplotlib_font_cache()
         if fontlist is not None:
-            args += self._data(
-                f"{INNER_HOME}/.config/matplotlib/{fontlist.name}",
-                fontlist.read_bytes(),
-                0o644,
-                writable=True,
-            )
+            dest = f"{INNER_HOME}/.config/matplotlib/{fontlist.name}"
+            args += self._data(dest, fontlist.read_bytes(), 0o644, writable=True)
         args += ["--size", str(4 * 1024**2), "--tmpfs", INNER_RUN]
         if connection_file is not None:
             args += self._data(f"{INNER_RUN}/kernel.json", connection_file, 0o400)
+        return args
 
-        # Python: the base installation and the virtualenv, read-only at their own paths.
-        # Bound after the sandbox's own tmpfs mounts, so that one living under /tmp (or
-        # /dev/shm, /run) is shown on top of them rather than hidden by them.
-        for source, dest in python_mounts():
-            args += self._ro(source, dest)
-
-        # The working directory: a tmpfs at the notebook's path, with read-only copies of
-        # the files next to the notebook (not the notebooks: they hold the hidden tests).
-        cwd = Path(cwd).resolve()
-        args += ["--size", size, "--tmpfs", str(cwd)]
+    def _working_directory(self, cwd: Path, limits: Limits) -> list[str]:
+        """A tmpfs at the notebook's path, with read-only copies of the files next to the
+        notebook (not the notebooks: they hold the hidden tests)."""
+        args = ["--size", str(int(limits.scratch_bytes)), "--tmpfs", str(cwd)]
         for entry in visible_entries(cwd):
             args += self._ro(str(entry), str(entry))
-        args += ["--chdir", str(cwd), "--info-fd", str(info_write), "--remount-ro", "/"]
+        return args + ["--chdir", str(cwd)]
 
-        # Limits for the kernel process and everything it starts.
-        cpu = int(limits.cpu_seconds)
-        args += [
-            "--",
-            "prlimit",
-            f"--as={int(limits.memory_bytes)}",
-            f"--cpu={cpu}:{cpu + 2}",
-            f"--nproc={int(limits.max_processes)}",
-            f"--fsize={int(limits.file_size_bytes)}",
-            "--core=0",
-            "--",
-            *command,
-        ]
-
-        if self.as_root:
-            stage = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
-            stage += [_STAGE_SCRIPT, "sh", str(len(self._mounts))]
-            for source, point in self._mounts:
-                stage += [source, point]
-            drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
-            drop += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
-            self.argv = stage + drop + args
-        else:
-            self.argv = args
-        # First of all, the tether: the sandbox dies with this process, at any moment.
-        self.argv = tether.command(os.getpid()) + self.argv
-        self.outer_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    def _staged(self, args: list[str]) -> list[str]:
+        """As root: bind the staged mounts in a private namespace, drop to the uid, then bwrap."""
+        stage = ["unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c"]
+        stage += [_STAGE_SCRIPT, "sh", str(len(self._mounts))]
+        for source, point in self._mounts:
+            stage += [source, point]
+        drop = ["setpriv", f"--reuid={self.uid}", f"--regid={self.gid}", "--clear-groups"]
+        drop += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return stage + drop + args
 
     # -- pieces of the command line -------------------------------------------------------
     @property
@@ -350,45 +343,6 @@ class Launch:
             self._stage = None
 
 
-def scratch_root() -> str:
-    """``/tmp/specdec-sandbox``: mount points reachable by the sandbox's unprivileged user.
-
-    Directories left by a grader process that died (named after its pid) are removed.
-    Falls back to ``/tmp`` if the folder is not a plain directory of ours.
-    """
-    root = "/tmp/specdec-sandbox"
-    try:
-        os.mkdir(root, 0o755)
-    except FileExistsError:
-        pass
-    except OSError:
-        return "/tmp"
-    info = os.lstat(root)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        return "/tmp"  # a symlink or someone else's folder: do not use (or clean) it
-    os.chmod(root, 0o755)
-    for entry in os.scandir(root):
-        owner = entry.name.split("-")[0]
-        if owner.isdigit() and not psutil.pid_exists(int(owner)):
-            shutil.rmtree(entry.path, ignore_errors=True)
-    return root
-
-
-def visible_entries(cwd: Path) -> list[Path]:
-    """What a sandboxed kernel sees, read-only, next to its notebook in ``cwd``.
-
-    Not the notebooks (they hold the hidden tests), dotfiles, symlinks or special files.
-    """
-    return [
-        entry
-        for entry in sorted(Path(cwd).iterdir())
-        if entry.suffix != ".ipynb"
-        and not entry.name.startswith(".")
-        and not entry.is_symlink()
-        and (entry.is_file() or entry.is_dir())
-    ]
-
-
 def _write_all(fd: int, data: bytes) -> None:
     try:
         view = memoryview(data)
@@ -400,61 +354,14 @@ def _write_all(fd: int, data: bytes) -> None:
         os.close(fd)
 
 
-def python_mounts() -> list[tuple[str, str]]:
-    """(host source, path in the sandbox) for the Python installation a kernel runs on.
-
-    Each prefix (base installation, virtualenv) is bound at its real path and, when it is
-    reached through a symlink, at the path Python reports too (a kernel started as
-    ``<venv>/bin/python`` looks for its libraries there).  The directory of the real
-    interpreter is added when it lies outside every prefix.  Paths under ``/usr``, which
-    the sandbox shows whole, are left out.
-    """
-    wanted: dict[str, str] = {}
-    prefixes = {sys.base_prefix, sys.prefix, sys.exec_prefix, sys.base_exec_prefix}
-    for path in sorted(prefixes):
-        real = os.path.realpath(path)
-        for dest in dict.fromkeys([real, os.path.abspath(path)]):
-            if not _under(dest, "/usr"):
-                wanted[dest] = real
-    interpreter = os.path.dirname(os.path.realpath(sys.executable))
-    if not any(_under(interpreter, dest) for dest in [*wanted, "/usr"]):
-        wanted[interpreter] = interpreter
-    # Parents before children: a bind inside a bound tree must come after it.
-    return [(wanted[dest], dest) for dest in sorted(wanted, key=lambda d: (d.count("/"), d))]
-
-
-def _under(path: str, root: str) -> bool:
-    """True when ``path`` is ``root`` or inside it (as written: no symlink is resolved)."""
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _copy_package(name: str, dest_root: Path) -> Path:
-    """Copy the importable package ``name`` (its files, compiled caches included)."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError(f"cannot find the package {name!r} to put in the sandbox")
-    source = Path(list(spec.submodule_search_locations)[0])
-    dest = dest_root / name
-    if not dest.exists():
-        shutil.copytree(source, dest, ignore=shutil.ignore_patterns("*.so.tmp", ".*"))
-    for path in [dest, *dest.rglob("*")]:
-        mode = 0o755 if path.is_dir() else 0o644
-        os.chmod(path, mode)
-    return dest
-
-
-@functools.cache
-def _matplotlib_font_cache() -> Path | None:
-    """The grader's matplotlib font cache, copied into each sandbox (saves ~1 s per kernel)."""
-    # Imported here, deliberately: matplotlib is heavy, only this needs it, and importing
-    # font_manager is what builds the cache (once, when the first kernel starts).
-    try:
-        from matplotlib import font_manager
-    except Exception:  # matplotlib missing or broken: kernels rebuild their own cache
-        return None
-    import matplotlib
-
-    path = (
-        Path(matplotlib.get_cachedir()) / f"fontlist-v{font_manager.FontManager.__version__}.json"
-    )
-    return path if path.is_file() else None
+def _prlimit(limits: Limits) -> list[str]:
+    """``prlimit`` with the limits for the kernel process and everything it starts."""
+    cpu = int(limits.cpu_seconds)
+    return [
+        "prlimit",
+        f"--as={int(limits.memory_bytes)}",
+        f"--cpu={cpu}:{cpu + 2}",
+        f"--nproc={int(limits.max_processes)}",
+        f"--fsize={int(limits.file_size_bytes)}",
+        "--core=0",
+    ]
