@@ -126,7 +126,7 @@ def starter():
 
 
 @sandboxed
-@pytest.mark.parametrize("delay", [0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.3, 1.0])
+@pytest.mark.parametrize("delay", [0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.3])
 def test_a_sandbox_dies_with_the_process_that_started_it_at_any_moment(delay, starter, tmp_path):
     """SIGKILL the starter ``delay`` s after it spawned a sandbox: nothing of it is left.
 
