@@ -2,7 +2,7 @@
 
 * ``static_flags`` on tables of learner code, and on every legitimate sample submission
   (no false alarms);
-* the in-kernel monitor (``autograder/_sandbox/monitor.py``) on small notebooks run with
+* the in-kernel monitor (``autograder/integrity/monitor.py``) on small notebooks run with
   nbclient, in the sandbox and without it;
 * ``tests/files/adversarial``: hostile E7.2 submissions graded by ``grade()`` in the
   sandbox, each against its expected status, score bounds and flags.

@@ -19,18 +19,30 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Protocol, runtime_checkable
 
 from jupyter_client.manager import AsyncKernelManager, KernelManager
+from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Any, Float, Integer
+from traitlets import Float, Instance, Integer
 
 from autograder.cells import KERNEL_DIED, NOT_EXECUTED, NOTEBOOK_TIMEOUT
 
 OUTPUT_TRUNCATED_NOTE = "[output truncated by the grader: this cell printed more than {} bytes]"
+
+
+@runtime_checkable
+class KernelSource(Protocol):
+    """Where a kernel started ahead of time comes from (``autograder.grading.spare``)."""
+
+    def take(
+        self, client: NotebookClient, kernel_name: str, cwd: str | None, env: dict[str, str]
+    ) -> KernelManager | None:
+        """The started kernel manager if it is the one ``client`` would start now, else None."""
 
 
 class GuardedExecute(Execute):
@@ -42,12 +54,11 @@ class GuardedExecute(Execute):
     notebook_timeout = Float(
         300.0, help="Wall-clock seconds for the whole notebook, kernel start included."
     ).tag(config=True)
-    spares = Any(
-        None,
+    spares = Instance(
+        KernelSource,
         allow_none=True,
-        help="The worker's spare kernels (autograder.grading.spare.SpareKernels), or None: "
-        "an object whose take(client, kernel_name, cwd, env) returns a started kernel "
-        "manager this executor adopts instead of starting its own, or None.",
+        help="Kernels started ahead (autograder.grading.spare.SpareKernels): one is adopted "
+        "when it is exactly the kernel this executor would start.",
     ).tag(config=True)
     recovery_timeout = Float(
         10.0, help="Seconds a kernel has to answer after a cell timed out before it is killed."

@@ -19,7 +19,7 @@ from nbformat import NotebookNode
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 from pygments.formatters import HtmlFormatter
 
-from autograder.cells import nbgrader_meta
+from autograder.cells import is_test_cell, nbgrader_meta
 from autograder.course import UsageError, load_config
 from autograder.grading.results import Status, SubmissionResult
 
@@ -42,17 +42,14 @@ SUBMISSION_STATUS = MappingProxyType(
 
 
 def render_page(template: str, page: dict) -> str:
-    """Render one of ``autograder/templates`` with the shared inline style sheet."""
+    """Render one of ``autograder/render/templates`` with the shared inline style sheet."""
     return _env().get_template(template).render(page=page, css=Markup(_css()))
 
 
 def autograded_ids(nb: NotebookNode) -> list[str]:
     """The grade_ids of the notebook's autograded test cells, in order."""
-    return [
-        m["grade_id"]
-        for c in nb.cells
-        if (m := nbgrader_meta(c)).get("grade") and not m.get("solution") and m.get("grade_id")
-    ]
+    ids = (nbgrader_meta(c).get("grade_id") for c in nb.cells if is_test_cell(c))
+    return [gid for gid in ids if gid]
 
 
 def check_assignment(course: Path, assignment: str) -> None:
