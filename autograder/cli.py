@@ -1,7 +1,8 @@
 """``specdec-course``: parse arguments, call the verb, print, set the exit code.
 
 Exit codes: 0 success (whatever the submissions did), 1 a refused release,
-2 the instructor's error (unknown assignment, no submissions, unreadable course).
+2 the instructor's error (unknown assignment, no submissions, unreadable course),
+3 grading stopped because the course could not be written (gradebook locked, disk full).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from autograder.demo import demo
 from autograder.export import FORMATS, export
 from autograder.feedback import feedback
 from autograder.grade import grade
+from autograder.grading.record import RecordError
 from autograder.intake.detect import LAYOUTS
 from autograder.lab import lab
 from autograder.release import ReleaseError, release
@@ -108,6 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="Dask TLS: a folder holding ca.pem, cert.pem and key.pem (see README)",
     )
 
+    p.add_argument(
+        "--gradebook-wait",
+        type=float,
+        default=_default(grade, "gradebook_wait"),
+        help="seconds to wait for a gradebook another program keeps locked (default: %(default)s)",
+    )
+
     p = sub.add_parser("export", help="write the grades as a file the LMS imports")
     p.add_argument("assignment")
     p.add_argument("--to", required=True, choices=FORMATS, help="the LMS (or csv)")
@@ -149,6 +158,13 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except RecordError as exc:
+        print(
+            f"error: grading stopped: {exc}\nEverything recorded so far is kept (results/); "
+            "run the same command again to finish the batch.",
+            file=sys.stderr,
+        )
+        return 3
     except KeyboardInterrupt:
         print(
             "interrupted: finished submissions are recorded; run the same command again to "
@@ -197,6 +213,7 @@ def _grade(args: argparse.Namespace) -> int:
             scheduler=args.scheduler,
             cluster=args.cluster,
             security=args.security,
+            gradebook_wait=args.gradebook_wait,
         )
     print_summary(result)
     return 0

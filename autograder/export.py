@@ -10,13 +10,12 @@ written to.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from autograder.course import UsageError, find_course
+from autograder.files import write_atomic
 from autograder.intake.roster import read_roster
 from autograder.render import gradesheets
 from autograder.render.page import load_results
@@ -86,7 +85,7 @@ def export(
             sheet = gradesheets.csv_sheet(rows)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    _write_atomic(target, sheet.text(), sheet.encoding)
+    write_atomic(target, sheet.text().encode(sheet.encoding))
     return ExportResult(target, to, len(rows) - len(sheet.skipped), sheet.skipped)
 
 
@@ -105,15 +104,3 @@ def _canvas_title(header: list[str], assignment: str) -> str:
         f"cannot tell which column of the Canvas roster is {assignment!r} "
         f"(columns: {columns}); pass --title with the assignment's Canvas title"
     )
-
-
-def _write_atomic(target: Path, text: str, encoding: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

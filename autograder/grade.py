@@ -8,11 +8,14 @@ an LMS download, or the course's own ``submitted/`` in place), adds to nbgrader'
 ``autograded/``, ``feedback/`` and ``reports/<assignment>/``
 (:mod:`autograder.grading.record`).  Each finished submission is recorded at once
 (``results/<student>.json``), so a run that is killed midway loses nothing: running it
-again grades only what is missing.
+again grades only what is missing.  When the course cannot be written (its gradebook
+stays locked, its disk is full), the run stops with
+:class:`~autograder.grading.record.RecordError`, keeping what it recorded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -25,11 +28,16 @@ from autograder import sandbox as sandboxing
 from autograder.course import UsageError, find_course, load_config, notebooks
 from autograder.grading.job import Job, grade_job
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs, start_local_workers
+from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
+    GRADEBOOK_WAIT,
+    RecordError,
     load_result,
     load_results,
     record,
     result_key,
+    stop_when_disk_full,
+    warn,
     write_csvs,
     written_by_grader,
 )
@@ -64,6 +72,8 @@ def grade(
     cluster: str | None = None,
     security: Path | str | None = None,
     hard_timeout: float | None = None,
+    gradebook_wait: float = GRADEBOOK_WAIT,
+    notify: Callable[[str], None] = warn,
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
@@ -94,11 +104,17 @@ def grade(
     security : folder with ``ca.pem``, ``cert.pem``, ``key.pem``: Dask's TLS for the above
     hard_timeout : seconds after which a job's worker is killed (default: the notebook's
         time limit, twice the cell limit, and two minutes)
+    gradebook_wait : seconds to wait for a gradebook that another program keeps locked
+    notify : called with each warning for the instructor (default: printed on stderr)
 
     Raises
     ------
     UsageError
         For the instructor's errors only; a submission's problem never raises.
+    RecordError
+        When the course cannot be written (the gradebook stayed locked past
+        ``gradebook_wait``, the disk is full).  What was recorded is kept; the same
+        call again finishes the batch.
     """
     root = find_course(course)
     config = load_config(root)
@@ -110,6 +126,7 @@ def grade(
     # the machine, so that they are reported as what they are.
     collected = _collect(root, assignment, notebook, submissions, lms, roster)
     subs = collected.submissions
+    swept = kill_orphans()  # what a grader killed outright (kill -9) may have left running
     on_dask = bool(scheduler or cluster)
     if executor_factory is local_executor and not on_dask:
         start_local_workers()  # its imports run while this process sets up
@@ -126,10 +143,12 @@ def grade(
         ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
         warnings=list(collected.warnings),
         workers=workers or os.cpu_count() or 1,
+        swept=swept,
     )
     by_student = {sub.student: sub for sub in subs}
     engines = ExitStack()
     engine = None
+
     run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
     jobs: list[Job] = []
     pages: set[str] = set()  # students whose feedback page this run wrote
@@ -146,28 +165,44 @@ def grade(
         keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
         flags = {sub.student: sub.flags for sub in subs}
 
+        def save(result: SubmissionResult) -> None:
+            """Record ``result`` (waiting for a locked gradebook; RecordError if it cannot)."""
+            record(
+                root,
+                config,
+                notebook,
+                test_cells,
+                result,
+                results_dir,
+                gradebook_wait=gradebook_wait,
+                notify=notify,
+            )
+
         def finish(result: SubmissionResult) -> None:
             result.key = keys[result.student]
             identify(result, by_student[result.student])
-            record(root, config, notebook, test_cells, result, results_dir)
+            save(result)
             out.graded_now.append(result.student)
 
         for sub in subs:
             data = readable_notebook(sub)
             previous = load_result(results_dir / f"{sub.student}.json")
             if sub.missing and previous and previous.status is not Status.MISSING:
-                if identify(previous, sub):  # graded from an earlier download: kept
-                    record(root, config, notebook, test_cells, previous, results_dir)
+                # graded from an earlier download: kept (recorded again if its student is
+                # better known now, or if the gradebook was locked or full back then)
+                if identify(previous, sub) or not previous.in_gradebook:
+                    save(previous)
                 out.reused.append(sub.student)
                 continue
             if not force and previous and previous.key == keys[sub.student]:
-                if identify(previous, sub):  # the same work; its student is better known now
-                    record(root, config, notebook, test_cells, previous, results_dir)
+                if identify(previous, sub) or not previous.in_gradebook:
+                    save(previous)
                 out.reused.append(sub.student)
                 continue
             if not out.in_place and not sub.missing:
                 ours = written_by_grader(previous, notebook) if previous else {}
-                sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
+                with stop_when_disk_full():
+                    sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
             if data is None:
                 reason = sub.problem or "unreadable"
                 status = Status.MISSING if sub.missing else Status.INVALID
@@ -191,29 +226,30 @@ def grade(
             )
         total = len(jobs)
         hard = hard_timeout or notebook_timeout + 2 * timeout + 120
-        for n, (job, result) in enumerate(
-            run_jobs(
-                jobs,
-                workers=out.workers,
-                hard_timeout=hard,
-                executor_factory=executor_factory,
-                fn=job_fn,
-            ),
-            start=1,
-        ):
-            result.flags = flags.get(job.student, []) + result.flags
-            finish(result)
-            if feedback:  # written while the workers grade the next submissions
-                _write_feedback(assignment, root, job.student)
-                pages.add(job.student)
-            if progress:
-                progress(job.student, n, total, engine.workers() if engine else out.workers)
+        finished = run_jobs(
+            jobs,
+            workers=out.workers,
+            hard_timeout=hard,
+            executor_factory=executor_factory,
+            fn=job_fn,
+        )
+        # closing(): a RecordError stops the workers at once, not after their jobs.
+        with contextlib.closing(finished):
+            for n, (job, result) in enumerate(finished, start=1):
+                result.flags = flags.get(job.student, []) + result.flags
+                finish(result)
+                if feedback:  # written while the workers grade the next submissions
+                    _write_feedback(assignment, root, job.student)
+                    pages.add(job.student)
+                if progress:
+                    progress(job.student, n, total, engine.workers() if engine else out.workers)
     finally:
         engines.close()
         shutil.rmtree(run_root, ignore_errors=True)
 
     out.results = load_results(results_dir)
-    write_csvs(out.reports, out.results)
+    with stop_when_disk_full():
+        write_csvs(out.reports, out.results)
     if feedback:  # the submissions recorded without a worker (invalid ones)
         for student in out.graded_now:
             if student not in pages and out.results[student].status is not Status.MISSING:
@@ -272,8 +308,14 @@ def _sandbox_limits(check: bool = True) -> sandboxing.Limits:
 
 
 def _write_feedback(assignment: str, course: Path, student: str) -> None:
+    """Write one student's feedback page; a full disk stops the run, other errors warn."""
     try:
-        write_pages(course, assignment, student=student)
-        copy_exchange_files(course, assignment, student)  # what `nbgrader release_feedback` reads
+        with stop_when_disk_full():
+            write_pages(course, assignment, student=student)
+            copy_exchange_files(
+                course, assignment, student
+            )  # what `nbgrader release_feedback` reads
+    except RecordError:
+        raise
     except Exception as exc:  # a page that cannot be written costs no grade
         print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)

@@ -28,6 +28,7 @@ from autograder.course import (
     nbgrader_api,
     scratch_dir,
 )
+from autograder.files import write_atomic
 from autograder.grading.job import Job
 from autograder.grading.pool import run_jobs
 from autograder.grading.template import build_template, template_test_cells
@@ -130,7 +131,7 @@ def _normalize(path: Path) -> None:
             cell.execution_count = None
         for key in ("execution", "collapsed", "scrolled"):
             cell.metadata.pop(key, None)
-    nbformat.write(nb, path)
+    write_atomic(path, nbformat.writes(nb))
 
 
 def leak_problems(source: Path, release_dir: Path) -> list[str]:

@@ -30,6 +30,7 @@ from autograder.grading.processes import (
     DEFAULT_MEMORY_BYTES,
     JOB_MARKER,
     MemoryWatch,
+    job_marker,
     kill_marked_processes,
 )
 from autograder.grading.results import NOT_RUN_PREFIX, CellResult, Status, Stop, SubmissionResult
@@ -77,7 +78,7 @@ def grade_job(job: Job, spares: SpareKernels = WORKER_SPARES) -> SubmissionResul
     job_dir = (
         claimed.job_dir if claimed else Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch_root))
     )
-    marker = _marker(job_dir)
+    marker = job_marker(job_dir)
     result = SubmissionResult(job.student, job.assignment)
     memory_limit = job.limits.memory_bytes if job.sandbox and job.limits else None
     watch = MemoryWatch(marker, memory_limit or DEFAULT_MEMORY_BYTES)
@@ -200,10 +201,6 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
     return config, preprocessors
 
 
-def _marker(job_dir: Path) -> str:
-    return f"{os.getpid()}-{job_dir.name}"
-
-
 def _autograded_dir(job_dir: Path, assignment: str) -> Path:
     """Where nbgrader writes, and executes, the job's notebook in its scratch course."""
     return job_dir / "course" / "autograded" / SCRATCH_STUDENT / assignment
@@ -227,7 +224,7 @@ def _start_spare(job: Job, spares: SpareKernels) -> None:
         cwd.mkdir(parents=True)
         config, preprocessors = _configure(job, job_dir, spares)
         executor_cls = next(p for p in preprocessors if issubclass(p, GuardedExecute))
-        marker = _marker(job_dir)
+        marker = job_marker(job_dir)
         spares.start(
             key=_spare_key(job),
             job_dir=job_dir,

@@ -153,7 +153,11 @@ def run_jobs(
                 # results, so that no worker waits while the parent writes.
                 if not broken:
                     _top_up(executor, fn, source, in_flight, limit)
-                yield from finished
+                try:
+                    yield from finished
+                except GeneratorExit:  # the caller stopped (it cannot record): stop the work
+                    broken = True
+                    raise
                 overdue = [
                     f for f, (_, t0) in in_flight.items() if time.monotonic() - t0 > hard_timeout
                 ]

@@ -2,8 +2,9 @@
 
 Every process a job starts (the kernel and its children) carries ``JOB_MARKER=<marker>``
 in its initial environment, which it cannot change for the host, so the worker finds them
-whatever they do to their process group.  :class:`MemoryWatch` bounds their memory
-together.
+whatever they do to their process group.  The marker names the worker (its pid), so that
+:func:`kill_orphans` finds the processes of jobs whose worker is dead.
+:class:`MemoryWatch` bounds a job's memory together.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
+from pathlib import Path
 
 import psutil
+
+from autograder.sandbox import kill_with_sandboxes
 
 #: Environment variable that marks every process a job starts (kernel and children),
 #: so that the worker can find and kill them whatever they do to their process group.
@@ -20,6 +24,41 @@ JOB_MARKER = "SPECDEC_GRADE_JOB"
 
 
 DEFAULT_MEMORY_BYTES = 2 * 1024**3
+
+
+def job_marker(job_dir: Path) -> str:
+    """The marker of the job graded in ``job_dir`` by this process: ``<pid>-<dir name>``."""
+    return f"{os.getpid()}-{Path(job_dir).name}"
+
+
+def kill_orphans() -> int:
+    """SIGKILL the processes of every job whose worker is dead; return how many.
+
+    A worker's sandboxes die with it (:mod:`autograder.sandbox.tether`); this sweep, run
+    when ``grade`` starts, also covers what that cannot: a kernel run without the sandbox,
+    or a tether killed outright along with its worker.  A marked process in a sandbox is
+    killed with its whole sandbox.  Only jobs whose worker pid no longer runs are touched,
+    so another grader's live jobs are safe.
+    """
+    orphans = [pid for pid, marker in _marked() if not _alive(_worker_pid(marker))]
+    return kill_with_sandboxes(orphans) if orphans else 0
+
+
+def _worker_pid(marker: str) -> int | None:
+    head = marker.split("-", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def _alive(pid: int | None) -> bool:
+    """True unless ``pid`` is certainly gone (a marker of another format counts as alive)."""
+    if pid is None:
+        return True
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.Error:
+        return True
 
 
 class MemoryWatch(threading.Thread):
@@ -74,7 +113,12 @@ def marked_processes(marker: str | None = None) -> list[int]:
 
     With no ``marker``: every process started for any grading job.
     """
-    pids = []
+    return [pid for pid, value in _marked() if marker is None or value == marker]
+
+
+def _marked() -> list[tuple[int, str]]:
+    """(pid, marker) of every process that carries a job marker (this one excepted)."""
+    found = []
     for process in psutil.process_iter():
         if process.pid == os.getpid():
             continue
@@ -82,9 +126,9 @@ def marked_processes(marker: str | None = None) -> list[int]:
             value = process.environ().get(JOB_MARKER)
         except psutil.Error:  # gone, a zombie, or another user's
             continue
-        if value is not None and (marker is None or value == marker):
-            pids.append(process.pid)
-    return pids
+        if value is not None:
+            found.append((process.pid, value))
+    return found
 
 
 def kill_marked_processes(marker: str) -> int:

@@ -1,14 +1,23 @@
 """Record finished submissions in the course: results JSON, autograded notebook, gradebook, CSVs.
 
-Only the parent process writes here.  Each result is written as it arrives, atomically
-(a temporary file, then a rename), so a killed run loses nothing and the next one resumes.
+Only the parent process writes here.  Each result is written as it arrives, each file
+whole or not at all (:func:`~autograder.files.write_atomic`), so a killed run loses
+nothing and the next one resumes.  A gradebook that another program (the formgrader)
+keeps locked is waited for, with a bounded back-off; past the limit, or when the disk is
+full, :class:`RecordError` stops the run.  The result is then still kept in ``results/``
+(``in_gradebook`` false), and the next run puts it in the gradebook without regrading it
+(:func:`record_pending`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import os
+import io
+import sys
+import time
 import warnings
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -17,10 +26,27 @@ from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
 from autograder.course import db_url, gradebook
+from autograder.files import is_disk_full, write_atomic
 from autograder.grading.results import CellResult, Status, SubmissionResult
 from autograder.grading.students import assign_late_penalty, record_student
 from autograder.intake.collect import Submission
 from autograder.intake.submitted import nbgrader_timestamp, sha256
+
+#: Seconds to wait, by default, for a gradebook that another program keeps locked.
+GRADEBOOK_WAIT = 120.0
+
+
+class RecordError(Exception):
+    """The course could not be written: its gradebook stayed locked, or its disk is full.
+
+    ``grade`` stops at the first one.  Everything recorded before is intact, and running
+    the same command again finishes the batch, regrading nothing already graded.
+    """
+
+
+def warn(message: str) -> None:
+    """The default ``notify``: a warning line on stderr."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def record(
@@ -30,23 +56,103 @@ def record(
     test_cells: dict[str, float],
     result: SubmissionResult,
     results_dir: Path,
+    *,
+    gradebook_wait: float = GRADEBOOK_WAIT,
+    notify: Callable[[str], None] = warn,
 ) -> None:
-    """Record one finished submission: results JSON, autograded notebook, gradebook.
+    """Record one finished submission: autograded notebook, gradebook, results JSON.
 
-    A roster-only student (status ``missing``) gets a ``Student`` row and no submission.
+    The results JSON comes last, and is written even when the gradebook is not (its
+    ``in_gradebook`` says which), before :class:`RecordError` is raised.  A roster-only
+    student (status ``missing``) gets a ``Student`` row and no submission.
     """
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
     student, assignment = result.student, result.assignment
     if not result.cells:
         reason = result.reason or "not graded"
         result.cells = [CellResult.not_graded(gid, pts, reason) for gid, pts in test_cells.items()]
     result.total()
-    if result.autograded is not None:
-        folder = course / "autograded" / student / assignment
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{notebook}.ipynb").write_text(result.autograded, encoding="utf-8")
-        result.autograded = None
-    with gradebook(db_url(course, config), config) as gb:
+    with stop_when_disk_full():
+        if result.autograded is not None:
+            folder = course / "autograded" / student / assignment
+            folder.mkdir(parents=True, exist_ok=True)
+            write_atomic(folder / f"{notebook}.ipynb", result.autograded)
+            result.autograded = None
+    record_pending(course, config, notebook, result, results_dir, gradebook_wait, notify)
+
+
+def record_pending(
+    course: Path,
+    config: Config,
+    notebook: str,
+    result: SubmissionResult,
+    results_dir: Path,
+    gradebook_wait: float = GRADEBOOK_WAIT,
+    notify: Callable[[str], None] = warn,
+) -> None:
+    """Put ``result`` in the gradebook, then save it in ``results_dir`` (also on failure).
+
+    Also serves a result that an earlier run graded but could not put in the gradebook.
+    """
+    with stop_when_disk_full():
+        try:
+            _write_gradebook(course, config, notebook, result, gradebook_wait, notify)
+        finally:
+            write_atomic(results_dir / f"{result.student}.json", result.to_json())
+
+
+@contextlib.contextmanager
+def stop_when_disk_full() -> Iterator[None]:
+    """Turn a write that failed for lack of space into a :class:`RecordError` with the reason."""
+    try:
+        yield
+    except OSError as exc:
+        if not is_disk_full(exc):
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        raise RecordError(f"the disk is full: cannot write{where}: {exc.strerror}") from exc
+
+
+def _write_gradebook(
+    course: Path,
+    config: Config,
+    notebook: str,
+    result: SubmissionResult,
+    wait: float,
+    notify: Callable[[str], None],
+) -> None:
+    """Write the scores, retrying with a growing pause while the gradebook is locked."""
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
+    url = db_url(course, config)
+    result.in_gradebook = False
+    started, pause = time.monotonic(), 0.5
+    while True:
+        try:
+            _write_scores(url, config, notebook, result)
+            result.in_gradebook = True
+            return
+        except Exception as exc:
+            if is_disk_full(exc):
+                raise RecordError(f"the disk is full: cannot write the gradebook {url}") from exc
+            if not _locked(exc):
+                raise
+            waited = time.monotonic() - started
+            if waited >= wait:
+                raise RecordError(
+                    f"the gradebook {url} stayed locked by another program for {waited:.0f} s "
+                    f"(limit {wait:g} s, --gradebook-wait); close what holds it (the formgrader?)"
+                ) from exc
+            pause = min(2 * pause, 10.0, max(wait - waited, 0.1))
+            notify(
+                f"the gradebook is locked by another program (the formgrader?); waited "
+                f"{waited:.0f} s, retrying in {pause:.0f} s (for at most {wait:g} s in all)"
+            )
+            time.sleep(pause)
+
+
+def _write_scores(url: str, config: Config, notebook: str, result: SubmissionResult) -> None:
+    """The student's row, the submission's scores and nbgrader's late penalty, in one go."""
+    student, assignment = result.student, result.assignment
+    with gradebook(url, config) as gb:
         record_student(gb, result)
         if result.status is not Status.MISSING:
             gb.update_or_create_submission(assignment, student)
@@ -65,14 +171,16 @@ def record(
             if result.late is None:
                 result.late = late
         gb.db.commit()
-    write_result(results_dir / f"{student}.json", result)
 
 
-def write_result(path: Path, result: SubmissionResult) -> None:
-    """Write ``result`` to ``path`` atomically."""
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(result.to_json(), encoding="utf-8")
-    os.replace(tmp, path)  # atomic: a killed run leaves either the old or the new result
+def _locked(exc: BaseException) -> bool:
+    """True when sqlite said the database is locked (nbgrader may wrap its error)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if "database is locked" in str(seen) or "database table is locked" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def load_result(path: Path) -> SubmissionResult | None:
@@ -90,25 +198,21 @@ def load_results(results_dir: Path) -> dict[str, SubmissionResult]:
 
 
 def write_csvs(reports: Path, results: dict[str, SubmissionResult]) -> None:
-    """Write grades.csv and cells.csv for every student graded so far."""
+    """Write grades.csv and cells.csv for every student graded so far (each whole or not)."""
     reports.mkdir(parents=True, exist_ok=True)
     students = sorted(results)
-    with open(reports / "grades.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["student", "score", "max_score", "status"])
-        for s in students:
-            r = results[s]
-            writer.writerow([s, _num(r.score), _num(r.max_score), r.status.value])
-    with open(reports / "cells.csv", "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["student", "grade_id", "score", "max_score", "status", "flags"])
-        for s in students:
-            r = results[s]
-            for c in r.cells:
-                flags = "; ".join([*r.flags, *c.flags])
-                writer.writerow(
-                    [s, c.grade_id, _num(c.score), _num(c.max_score), c.status.value, flags]
-                )
+    grades = [["student", "score", "max_score", "status"]]
+    cells = [["student", "grade_id", "score", "max_score", "status", "flags"]]
+    for s in students:
+        r = results[s]
+        grades.append([s, _num(r.score), _num(r.max_score), r.status.value])
+        for c in r.cells:
+            flags = "; ".join([*r.flags, *c.flags])
+            cells.append([s, c.grade_id, _num(c.score), _num(c.max_score), c.status.value, flags])
+    for name, rows in (("grades.csv", grades), ("cells.csv", cells)):
+        text = io.StringIO(newline="")
+        csv.writer(text).writerows(rows)
+        write_atomic(reports / name, text.getvalue())
 
 
 def written_by_grader(previous: SubmissionResult, notebook: str) -> dict[str, str]:

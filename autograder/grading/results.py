@@ -125,6 +125,9 @@ class SubmissionResult:
     email: str | None = None
     timestamp: str | None = None  #: ISO 8601, UTC
     late: bool | None = None  #: the LMS's late mark, else nbgrader's due date says
+    #: Whether the course gradebook has these scores (false: an earlier run could not
+    #: write them there; the next run does, without regrading).
+    in_gradebook: bool = False
     #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
     autograded: str | None = field(default=None, repr=False, compare=False)
 
@@ -164,6 +167,8 @@ class SubmissionResult:
             email=_text(data.get("email")),
             timestamp=_text(data.get("timestamp")),
             late=None if data.get("late") is None else bool(data["late"]),
+            # Files written before the field existed were written after the gradebook.
+            in_gradebook=bool(data.get("in_gradebook", True)),
         )
 
     @classmethod
@@ -187,6 +192,8 @@ class GradeResult:
     warnings: list[str] = field(default_factory=list)
     workers: int = 0  #: worker processes the run graded with (a cluster's: when it started)
     engine: str = "local pool"  #: where the jobs ran: the local pool, a LocalCluster, a scheduler
+    #: processes of earlier graders' jobs whose worker was dead, killed when this run started
+    swept: int = 0
 
     @property
     def reports(self) -> Path:

@@ -16,6 +16,7 @@ from nbgrader.api import MissingEntry
 
 from autograder.cells import is_test_cell, nbgrader_meta
 from autograder.course import UsageError, db_url, gradebook, load_config, nbgrader_api, scratch_dir
+from autograder.files import write_atomic
 
 
 def build_template(course: Path, assignment: str) -> tuple[Path, str]:
@@ -78,7 +79,7 @@ def sync_gradebook(course: Path, assignment: str, template_hash: str | None = No
         )
     if template_hash:
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(f"{url}\n{template_hash}")
+        write_atomic(stamp, f"{url}\n{template_hash}")
 
 
 def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[str, float]:

@@ -15,11 +15,10 @@ The feedback side: ``nbgrader release_feedback`` reads ``timestamp.txt`` and
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from autograder.files import write_atomic
 from autograder.intake.collect import Submission
 
 #: nbgrader's own timestamp format (``Exchange.timestamp_format``), in UTC.
@@ -88,17 +87,3 @@ def copy_exchange_files(course: Path, assignment: str, student: str) -> list[Pat
                 write_atomic(target, data)
             copied.append(target)
     return copied
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

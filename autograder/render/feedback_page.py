@@ -32,6 +32,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import PythonLexer
 
 from autograder.cells import nbgrader_meta
+from autograder.files import write_atomic
 from autograder.grading.results import CellResult, Stop, SubmissionResult
 from autograder.render.page import (
     MAX_MESSAGE_CHARS,
@@ -95,7 +96,7 @@ def write_pages(course: Path, assignment: str, *, student: str | None = None) ->
                 others=[n for n in releases.values() if n is not release_nb],
             )
             page = folder / f"{name}.html"
-            page.write_text(html, encoding="utf-8")
+            write_atomic(page, html)
             pages.append(page)
     return pages
 

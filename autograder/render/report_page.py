@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
 from autograder.course import UsageError
+from autograder.files import write_atomic
 from autograder.grading.results import CellStatus, Status, Stop, SubmissionResult
 from autograder.render.page import (
     SUBMISSION_STATUS,
@@ -59,7 +60,7 @@ def write_report(course: Path, assignment: str) -> Path:
         cell_order=_release_order(course, assignment),
         feedback_links=_feedback_links(course, assignment, results, out.parent),
     )
-    out.write_text(html, encoding="utf-8")
+    write_atomic(out, html)
     return out
 
 

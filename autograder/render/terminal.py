@@ -86,5 +86,9 @@ def print_summary(result: GradeResult, console: Console | None = None) -> None:
     console.print(f"graded now: {now}; unchanged since an earlier run: {reused}")
     if now:
         console.print(f"graded on: {result.engine}, {result.workers} worker(s)")
+    if result.swept:
+        console.print(
+            f"killed {result.swept} process(es) that a grader killed earlier had left running"
+        )
     console.print(f"grades: {result.reports / 'grades.csv'}")
     console.print(f"cells:  {result.reports / 'cells.csv'}")

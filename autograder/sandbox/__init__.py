@@ -27,11 +27,13 @@ grader's own uid, mapped into a user namespace.
 The worker calls :func:`configure` on the job's nbgrader config and passes its
 ``Execute`` class through :func:`executor`; nbgrader then creates a
 :class:`SandboxedKernelManager` for each notebook.  :func:`kill_leftovers`
-cleans up after a job.  See ``SECURITY.md`` for what this does and does not prevent.
+cleans up after a job.  Every launch starts under :mod:`~autograder.sandbox.tether`, so a
+sandbox never outlives the worker that started it.  See ``SECURITY.md`` for what this
+does and does not prevent.
 """
 
 from autograder.sandbox.check import sandbox_problem
-from autograder.sandbox.cleanup import kill_leftovers, running
+from autograder.sandbox.cleanup import kill_leftovers, kill_with_sandboxes, running
 from autograder.sandbox.executor import configure, executor
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
 from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
@@ -46,6 +48,7 @@ __all__ = [
     "configure",
     "executor",
     "kill_leftovers",
+    "kill_with_sandboxes",
     "python_mounts",
     "running",
     "sandbox_problem",

@@ -1,7 +1,9 @@
 """Find and kill what a job's sandboxes left running, by their pid namespaces.
 
 Each sandbox runs in its own pid namespace, whose init process (bubblewrap's) the kernel
-manager records under ``<job_dir>/.sandbox/sandboxes`` with its start time.
+manager records under ``<job_dir>/.sandbox/sandboxes`` with its start time.  A process
+found by other means (its job marker) is killed with its whole sandbox by
+:func:`kill_with_sandboxes`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,27 @@ def kill_leftovers(job_dir: Path) -> int:
         while any(space == ns for _, space in _processes()) and time.monotonic() < deadline:
             time.sleep(0.02)
     return killed
+
+
+def kill_with_sandboxes(pids: Iterable[int]) -> int:
+    """SIGKILL these processes and everything in the sandboxes they run in; return how many.
+
+    A process in a pid namespace other than ours is killed through that namespace's
+    init (the process it sees as pid 1), which takes every other member with it, also
+    those that cleared their environment (and so their job marker).
+    """
+    own = pid_namespace()
+    wanted = set(pids)
+    listing = list(_processes())
+    spaces = {ns for pid, ns in listing if pid in wanted and ns != own}
+    members = [(pid, ns) for pid, ns in listing if pid in wanted or ns in spaces]
+    inits = [pid for pid, ns in members if ns in spaces and _inner_pid(pid) == 1]
+    for pid in [*inits, *wanted]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return len(members)
 
 
 def running(job_dir: Path) -> list[int]:
@@ -79,6 +102,18 @@ def process_identity(pid: int) -> tuple[str, str] | None:
 def pid_namespace(pid: int | str = "self") -> str:
     """The pid namespace of a process, e.g. ``pid:[4026531836]`` (psutil does not say)."""
     return os.readlink(f"/proc/{pid}/ns/pid")
+
+
+def _inner_pid(pid: int) -> int | None:
+    """The pid that process ``pid`` has in its own (innermost) pid namespace."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("NSpid:"):  # host pid first, innermost last
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _processes() -> Iterable[tuple[int, str]]:

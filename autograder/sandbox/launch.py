@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import BinaryIO
 
+from autograder.sandbox import tether
 from autograder.sandbox.limits import (
     EVIDENCE_FD_ENV,
     INNER_HOME,
@@ -89,6 +90,8 @@ class Launch:
         args += ["--info-fd", str(info_write), "--remount-ro", "/"]
         args += ["--", *_prlimit(limits), "--", *command]
         self.argv = self._staged(args) if self.as_root else args
+        # First of all, the tether: the sandbox dies with this process, at any moment.
+        self.argv = tether.command(os.getpid()) + self.argv
         self.outer_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
 
     # -- the steps of the command line ----------------------------------------------------
