@@ -241,7 +241,10 @@ def run_all(notebook: Path, *, cwd: Path = REPO) -> RunAll:
 
 
 def grade_samples(assignment: str, names: Collection[str], root: Path) -> dict[str, dict]:
-    """Grade the named samples of ``assignment`` with the course's grader: {student: result}."""
+    """Grade the named samples of ``assignment`` with the course's grader: {student: result}.
+
+    Each result is the plain dict of the JSON the grader writes to ``results/``.
+    """
     from conftest import new_course, sandbox_available
 
     from autograder.grade import grade
@@ -259,4 +262,4 @@ def grade_samples(assignment: str, names: Collection[str], root: Path) -> dict[s
         sandbox=sandbox_available(),
         feedback=False,
     )
-    return result.results
+    return {student: json.loads(r.to_json()) for student, r in result.results.items()}
