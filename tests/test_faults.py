@@ -364,7 +364,7 @@ def test_grade_waits_for_a_locked_gradebook_and_records_everything(mini_course, 
     holder: list[GradebookHolder] = []
     notes: list[str] = []
 
-    def progress(student, n, total):
+    def progress(student, n, total, workers):
         if n == 1:  # mid-run: lock it before the next result is recorded
             holder.append(GradebookHolder(mini_course))
 
@@ -397,7 +397,7 @@ def test_a_gradebook_locked_too_long_stops_the_run_and_loses_nothing(mini_course
     holder: list[GradebookHolder] = []
     recorded: list[str] = []
 
-    def progress(student, n, total):
+    def progress(student, n, total, workers):
         recorded.append(student)
         if n == 1:
             holder.append(GradebookHolder(mini_course))
@@ -484,7 +484,7 @@ def test_a_full_disk_stops_grade_with_the_reason_and_a_rerun_finishes(small_disk
     write_nb(subs / "s2.ipynb", fill(release_nb, **CORRECT))
     ballast: list[Path] = []
 
-    def progress(student, n, total):
+    def progress(student, n, total, workers):
         if n == 1:  # one more result recorded, then the disk is full
             ballast.append(fill_disk(small_disk))
 
