@@ -16,6 +16,7 @@ from conftest import REPO, load_json, new_course, sandbox_available
 from lesson_support import run_all
 
 from autograder.course import assignments
+from autograder.grading.results import Status
 from autograder.release import leak_problems
 
 LESSONS = assignments(REPO)
@@ -172,18 +173,18 @@ def test_sample_submissions_get_the_expected_score_on_every_cell(graded_samples,
     assert {"reference", "blank"} <= set(samples)
     wrong = []
     for scenario, cells in expected.items():
-        got = {c["grade_id"]: c for c in results[scenario]["cells"]}
+        got = {c.grade_id: c for c in results[scenario].cells}
         assert sorted(got) == sorted(cells), f"{scenario}: expected.json must list every test cell"
         for gid, points in cells.items():
-            if got[gid]["score"] != points:
+            if got[gid].score != points:
                 wrong.append(
-                    f"{scenario}/{gid}: got {got[gid]['score']:g}, expected {points:g}"
-                    f" ({got[gid]['message'][:200]})"
+                    f"{scenario}/{gid}: got {got[gid].score:g}, expected {points:g}"
+                    f" ({got[gid].message[:200]})"
                 )
     assert not wrong, "\n".join(wrong)
     reference = results["reference"]
-    assert reference["score"] == reference["max_score"] and reference["status"] == "graded"
-    assert results["blank"]["score"] == 0
+    assert reference.score == reference.max_score and reference.status is Status.GRADED
+    assert results["blank"].score == 0
 
 
 @pytest.mark.parametrize("assignment", LESSONS)
