@@ -169,7 +169,9 @@ class CourseSetup(WorkerPlugin):
             self.problem = "this worker does not grade as the instructor does: " + "; ".join(diffs)
             logger.error("specdec-course: closing this worker: %s", self.problem)
             worker.loop.add_callback(worker.close, nanny=True, reason="specdec-course-mismatch")
-            raise RuntimeError(self.problem)
+            # Worded as grade's own start-up check words it, naming the worker: it may join
+            # after that check and be refused here, when the template is shipped.
+            raise RuntimeError(f"worker {worker.address} will not grade: {self.problem}")
         self.unpacked(worker)
 
     def unpacked(self, worker) -> Path:
