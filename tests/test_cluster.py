@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, fill, load_json, released_notebook, sandbox_available, write_nb
-from dask_support import environment, make_certificates, start_scheduler, start_worker
+from dask_support import (
+    environment,
+    make_certificates,
+    start_scheduler,
+    start_worker,
+    wait_for_workers,
+)
 
 from autograder.course import UsageError
 from autograder.grade import grade
@@ -158,6 +164,8 @@ def test_a_worker_with_other_grader_code_is_turned_away(mini_course, tmp_path):
     other = start_worker(address, tmp_path, "other", env=environment(PYTHONPATH=str(changed)))
     grading = None
     try:
+        # Both joined before grade starts, so the changed one is always there to be turned away.
+        wait_for_workers(address, 2)
         args = ["grade", "mini", "--submissions", str(subs), "--scheduler", address]
         grading = subprocess.run(
             CLI + args + ([] if SANDBOX else ["--no-sandbox"]),
