@@ -91,6 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run learner code WITHOUT the sandbox (only for code you trust)",
     )
+    p.add_argument(
+        "--no-fork",
+        action="store_true",
+        help="start each sandboxed kernel afresh instead of forking it from a warm parent",
+    )
     p.add_argument("--force", action="store_true", help="regrade unchanged submissions too")
     engine = p.add_mutually_exclusive_group()
     engine.add_argument(
@@ -206,6 +211,7 @@ def _grade(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             notebook_timeout=args.notebook_timeout,
             sandbox=not args.no_sandbox,
+            fork=not args.no_fork,
             force=args.force,
             progress=progress,
             lms=args.lms,

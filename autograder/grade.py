@@ -60,6 +60,7 @@ def grade(
     timeout: float | None = None,
     notebook_timeout: float = 300.0,
     sandbox: bool = True,
+    fork: bool = True,
     force: bool = False,
     feedback: bool = True,
     executor_factory: ExecutorFactory = local_executor,
@@ -88,6 +89,8 @@ def grade(
     timeout : seconds per cell (default: the course's ``Execute.timeout``)
     notebook_timeout : seconds per notebook
     sandbox : run kernels in the bubblewrap sandbox (refuses if it cannot run here)
+    fork : fork each sandboxed kernel from the worker's warm parent; False starts each one
+        fresh (so does a worker whose warm parent cannot start, and the summary says why)
     force : regrade submissions whose result is already recorded and unchanged
     feedback : write each student's feedback page as their result is recorded
     executor_factory : ``workers -> concurrent.futures.Executor`` that runs ``job_fn``
@@ -220,6 +223,7 @@ def grade(
                     cell_timeout=timeout,
                     notebook_timeout=notebook_timeout,
                     sandbox=sandbox,
+                    fork=fork,
                     limits=limits,
                     keep_scratch=keep_scratch,
                 )

@@ -1,10 +1,14 @@
 """Grading throughput: plain serial `nbgrader autograde` against `specdec-course grade`.
 
-Grades the same N submissions (copies of lesson E7.2's reference solution, N = 24 by
-default) both ways, in one run, each in its own fresh course, and prints both times and
-the ratio.  It also executes the same notebook once with a bare nbclient, the floor that
-any grader pays per submission, and compares the grader's per-submission time with it:
-once with one worker (nothing else running, like the bare run) and once in the parallel run.
+For each lesson (E7.2 and E7.3 by default), grades the same N submissions (copies of its
+reference solution, N = 24 by default) three ways in one run, each in its own fresh
+course: plain nbgrader, ``specdec-course grade`` (kernels forked from a warm parent) and
+``specdec-course grade --no-fork`` (each kernel started fresh).  It prints each one's
+time, throughput against plain nbgrader and CPU per submission (the whole machine's busy
+CPU during the run over N); the bare-kernel limit (N bare nbclient runs of the autograded
+notebook spread over the CPUs, each paying a kernel start); the per-submission time with
+one worker, forked and fresh; and where a forked submission's CPU goes (kernel start,
+the cells, ``grade``'s own process, the rest of the worker).
 
 With ``--cluster local:2`` it also grades the same N submissions on a Dask LocalCluster
 (two one-thread worker processes) and prints Dask's overhead per submission against the
@@ -12,7 +16,7 @@ local pool, the cluster's start-up time, and the bytes a worker sends back per s
 With ``--only-cluster`` it skips plain nbgrader and the one-worker run.
 
     .venv/bin/python benchmarks/grade_throughput.py [--n 24] [--workers 2] [--no-sandbox]
-        [--cluster local:2 [--only-cluster]]
+        [--lessons e7_2,e7_3] [--cluster local:2 [--only-cluster]]
 
 This is a benchmark, not a test: it asserts nothing.  Numbers go in the README.
 """
@@ -27,12 +31,24 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CPU: dict[str, float] = {}  #: busy CPU seconds of the whole machine during each timed run
-ASSIGNMENT = "e7_2_acceptance_tests"
-NOTEBOOK = "acceptance_tests"
+
+
+@dataclass(frozen=True)
+class Lesson:
+    assignment: str
+    notebook: str
+
+
+LESSONS = {
+    "e7_2": Lesson("e7_2_acceptance_tests", "acceptance_tests"),
+    "e7_3": Lesson("e7_3_accept_step", "accept_step"),
+}
+E7_2 = LESSONS["e7_2"]
 
 
 def busy_cpu_seconds() -> float:
@@ -45,31 +61,36 @@ def busy_cpu_seconds() -> float:
     return (sum(fields) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def new_course(root: Path) -> Path:
+def new_course(root: Path, lesson: Lesson) -> Path:
+    assignment = lesson.assignment
     root.mkdir(parents=True)
     shutil.copy2(REPO / "nbgrader_config.py", root)
-    shutil.copytree(REPO / "source" / ASSIGNMENT, root / "source" / ASSIGNMENT)
+    shutil.copytree(REPO / "source" / assignment, root / "source" / assignment)
     return root
 
 
-def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
-    course = new_course(work / "plain")
+def plain_nbgrader(work: Path, lesson: Lesson, n: int, submission: Path) -> float:
+    course = new_course(work / "plain", lesson)
     nbgrader = str(Path(sys.executable).with_name("nbgrader"))
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     subprocess.run(
-        [nbgrader, "generate_assignment", ASSIGNMENT],
+        [nbgrader, "generate_assignment", lesson.assignment],
         cwd=course,
         env=env,
         check=True,
         capture_output=True,
     )
     for i in range(n):
-        folder = course / "submitted" / f"s{i:03d}" / ASSIGNMENT
+        folder = course / "submitted" / f"s{i:03d}" / lesson.assignment
         folder.mkdir(parents=True)
-        shutil.copy2(submission, folder / f"{NOTEBOOK}.ipynb")
+        shutil.copy2(submission, folder / f"{lesson.notebook}.ipynb")
     start, cpu = time.perf_counter(), busy_cpu_seconds()
     subprocess.run(
-        [nbgrader, "autograde", ASSIGNMENT], cwd=course, env=env, check=True, capture_output=True
+        [nbgrader, "autograde", lesson.assignment],
+        cwd=course,
+        env=env,
+        check=True,
+        capture_output=True,
     )
     CPU["plain"] = busy_cpu_seconds() - cpu
     return time.perf_counter() - start
@@ -77,32 +98,36 @@ def plain_nbgrader(work: Path, n: int, submission: Path) -> float:
 
 def ours(
     work: Path,
+    lesson: Lesson,
     n: int,
     submission: Path,
     workers: int,
     sandbox: bool,
     name: str = "ours",
     cluster: str | None = None,
+    fork: bool = True,
 ) -> tuple[float, list]:
     from autograder.grade import grade
     from autograder.grading.template import build_template, sync_gradebook
 
-    course = new_course(work / name)
+    course = new_course(work / name, lesson)
     # one-off per assignment, like plain nbgrader's generate_assignment (not timed either)
-    _, template_hash = build_template(course, ASSIGNMENT)
-    sync_gradebook(course, ASSIGNMENT, template_hash)
+    _, template_hash = build_template(course, lesson.assignment)
+    sync_gradebook(course, lesson.assignment, template_hash)
     subs = work / f"{name}-subs"
     subs.mkdir()
     for i in range(n):
         shutil.copy2(submission, subs / f"s{i:03d}.ipynb")
     start, cpu = time.perf_counter(), busy_cpu_seconds()
     result = grade(
-        ASSIGNMENT,
+        lesson.assignment,
         submissions=subs,
         course=course,
         workers=workers,
         sandbox=sandbox,
+        fork=fork,
         cluster=cluster,
+        feedback=True,
     )
     elapsed = time.perf_counter() - start
     CPU[name] = busy_cpu_seconds() - cpu
@@ -145,16 +170,16 @@ def cluster_start(spec: str, idle: float = 20.0) -> float:
     return up
 
 
-def bare_nbclient(work: Path, repeats: int) -> float:
+def bare_nbclient(work: Path, lesson: Lesson, repeats: int) -> float:
     """Execute the autograded form of the notebook (hidden tests included) with nbclient."""
     import nbformat
     from nbclient import NotebookClient
 
     from autograder.grading.template import build_template
 
-    course = new_course(work / "bare")
-    template, _ = build_template(course, ASSIGNMENT)
-    nb_path = template / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
+    course = new_course(work / "bare", lesson)
+    template, _ = build_template(course, lesson.assignment)
+    nb_path = template / "source" / lesson.assignment / f"{lesson.notebook}.ipynb"
     times = []
     for _ in range(repeats):
         nb = nbformat.read(nb_path, as_version=4)
@@ -166,63 +191,174 @@ def bare_nbclient(work: Path, repeats: int) -> float:
     return statistics.median(times)
 
 
+def kernel_phases(work: Path, lesson: Lesson, repeats: int = 5) -> dict:
+    """CPU seconds of a kernel's start (forked and fresh) and of its notebook's cells.
+
+    Starts ``repeats`` sandboxed kernels each way in one warm-parent holder (as a worker
+    does), measuring the whole machine's busy CPU from start to ready (all processes:
+    bwrap, tether, the parent's fork, ipykernel's set-up); then executes the autograded
+    notebook in a forked kernel and reads that kernel's own CPU time (the cells).
+    """
+    import asyncio
+
+    import nbformat
+    import psutil
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+
+    from autograder import sandbox
+    from autograder.grading.template import build_template
+
+    assignment = lesson.assignment
+    course = new_course(work / f"phases-{assignment}", lesson)
+    template, _ = build_template(course, assignment)
+    job = work / f"phases-{assignment}-job"
+    cwd = job / "nb"
+    cwd.mkdir(parents=True)
+    warm = sandbox.WarmParents()
+    out: dict[str, float] = {}
+
+    async def start_stop(holder) -> None:
+        km = sandbox.SandboxedKernelManager(kernel_name="python3", job_dir=str(job), warm=holder)
+        await km.start_kernel(cwd=str(cwd), env=dict(os.environ))
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=60)
+        kc.stop_channels()
+        await km.shutdown_kernel(now=True)
+        await km.cleanup_resources()
+
+    try:
+        asyncio.run(start_stop(warm))  # the warm parent's own start: once per worker
+        for name, holder in (("start_forked", warm), ("start_fresh", None)):
+            cpu = busy_cpu_seconds()
+            for _ in range(repeats):
+                asyncio.run(start_stop(holder))
+            out[name] = (busy_cpu_seconds() - cpu) / repeats
+        nb = nbformat.read(
+            template / "source" / assignment / f"{lesson.notebook}.ipynb", as_version=4
+        )
+        config = Config()
+        kernels = sandbox.configure(config, job_dir=job, limits=sandbox.Limits(), warm=warm)
+        client = NotebookClient(
+            nb,
+            config=config,
+            kernel_manager_class=sandbox.SandboxedKernelManager,
+            kernel_name="python3",
+            timeout=60,
+            resources={"metadata": {"path": str(cwd)}},
+            on_cell_execute=config.Execute.on_cell_execute,
+        )
+        with client.setup_kernel():
+            kernel = psutil.Process(kernels.active()._kernel_pid())
+            before = sum(kernel.cpu_times()[:2])
+            for index, cell in enumerate(nb.cells):
+                if cell.cell_type == "code":
+                    client.execute_cell(cell, index)
+            out["cells"] = sum(kernel.cpu_times()[:2]) - before
+        sandbox.kill_leftovers(job)
+    finally:
+        warm.close()
+    return out
+
+
+def bench_lesson(args, work: Path, lesson: Lesson) -> dict:
+    """Every figure for one lesson: plain nbgrader, ours forked and fresh, the limits."""
+    submission = REPO / "tests/files" / lesson.assignment / "submissions/reference.ipynb"
+    sandbox = not args.no_sandbox
+    n = args.n
+    fig: dict = {"assignment": lesson.assignment}
+    parent_cpu = time.process_time()
+    fig["forked"], fig["forked_jobs"] = ours(
+        work, lesson, n, submission, args.workers, sandbox, "forked"
+    )
+    fig["parent_cpu"] = (time.process_time() - parent_cpu) / n
+    fig["fresh"], fig["fresh_jobs"] = ours(
+        work, lesson, n, submission, args.workers, sandbox, "fresh", fork=False
+    )
+    fig["bare"] = bare_nbclient(work, lesson, repeats=3)
+    fig["plain"] = plain_nbgrader(work, lesson, n, submission)
+    _, fig["alone_forked"] = ours(work, lesson, 5, submission, 1, sandbox, name="alone-forked")
+    _, fig["alone_fresh"] = ours(
+        work, lesson, 5, submission, 1, sandbox, name="alone-fresh", fork=False
+    )
+    fig["cpu"] = {k: CPU[k] / n for k in ("plain", "forked", "fresh")}
+    if sandbox:
+        fig["phases"] = kernel_phases(work, lesson)
+    return fig
+
+
+def report(args, fig: dict) -> None:
+    n, cores = args.n, os.cpu_count() or 1
+    bare_limit = n * fig["bare"] / min(cores, args.workers)
+    print(
+        f"== {fig['assignment']}: {n} submissions, {args.workers} workers, "
+        f"sandbox {'off' if args.no_sandbox else 'on'}, {cores} cores"
+    )
+    print(f"bare nbclient, one notebook (median of 3):     {fig['bare']:7.2f} s")
+    spread = f"bare-kernel limit ({n} runs over {min(cores, args.workers)} CPUs):"
+    print(f"{spread:47s}{bare_limit:7.2f} s")
+    for label, key in (
+        ("plain nbgrader autograde (serial)", "plain"),
+        ("specdec-course grade (forked kernels)", "forked"),
+        ("specdec-course grade --no-fork", "fresh"),
+    ):
+        wall = fig[key]
+        print(
+            f"{label + ':':46s}{wall:7.2f} s  ({n / wall * 60:6.1f} submissions/min, "
+            f"{fig['plain'] / wall:5.2f}x plain, CPU {fig['cpu'][key]:.2f} s/submission)"
+        )
+    for label, key in (("forked", "alone_forked"), ("fresh", "alone_fresh")):
+        alone = statistics.median(fig[key])
+        print(
+            f"per-submission time, 1 worker, {label} (median of 5): {alone:5.2f} s "
+            f"= {alone / fig['bare']:.2f}x bare nbclient"
+        )
+    phases = fig.get("phases")
+    if phases:
+        total = fig["cpu"]["forked"]
+        rest = total - fig["parent_cpu"] - phases["start_forked"] - phases["cells"]
+        print("where the CPU of one forked submission goes (CPU-s):")
+        print(
+            f"  kernel start, forked from the warm parent:  {phases['start_forked']:.2f}"
+            f"   (a fresh start: {phases['start_fresh']:.2f})"
+        )
+        print(f"  the notebook's cells in the kernel:         {phases['cells']:.2f}")
+        print(
+            f"  grade's own process (intake, gradebook, feedback, report): {fig['parent_cpu']:.2f}"
+        )
+        print(f"  the rest: worker (nbgrader's passes, nbclient, scratch course): {rest:.2f}")
+        print(f"  total (machine busy CPU / submissions):     {total:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=24)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--no-sandbox", action="store_true")
+    parser.add_argument(
+        "--lessons", default="e7_2,e7_3", help="comma-separated: e7_2, e7_3 (default both)"
+    )
     parser.add_argument("--cluster", help="also grade on a Dask LocalCluster: local:N")
     parser.add_argument("--only-cluster", action="store_true", help="skip plain nbgrader")
     args = parser.parse_args()
     if args.only_cluster and not args.cluster:
         parser.error("--only-cluster needs --cluster")
-    submission = REPO / "tests/files" / ASSIGNMENT / "submissions/reference.ipynb"
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         work = Path(tmp)
-        sandbox = not args.no_sandbox
         if args.cluster:
+            submission = REPO / "tests/files" / E7_2.assignment / "submissions/reference.ipynb"
+            sandbox = not args.no_sandbox
             start_up = cluster_start(args.cluster)
             on_dask, dask_jobs = ours(
-                work, args.n, submission, args.workers, sandbox, "dask", args.cluster
+                work, E7_2, args.n, submission, args.workers, sandbox, "dask", args.cluster
             )
-        mine, per_job = ours(work, args.n, submission, args.workers, sandbox)
-        if args.cluster:
+            mine, per_job = ours(work, E7_2, args.n, submission, args.workers, sandbox)
             print_cluster(args, start_up, on_dask, dask_jobs, mine, per_job)
-        if args.only_cluster:
-            return
-        bare = bare_nbclient(work, repeats=3)
-        plain = plain_nbgrader(work, args.n, submission)
-        # one submission at a time, as bare nbclient ran: a worker's latency per submission
-        _, alone = ours(work, 5, submission, 1, sandbox, name="alone")
-    per_sub = statistics.median(per_job)
-    per_sub_alone = statistics.median(alone)
-    print(
-        f"submissions: {args.n}   workers: {args.workers}   "
-        f"sandbox: {'off' if args.no_sandbox else 'on'}   cores: {os.cpu_count()}"
-    )
-    print(f"bare nbclient, one notebook (median of 3):  {bare:7.2f} s")
-    print(
-        f"plain nbgrader autograde (serial):          {plain:7.2f} s  "
-        f"({args.n / plain * 60:6.1f} submissions/min)"
-    )
-    print(
-        f"specdec-course grade:                       {mine:7.2f} s  "
-        f"({args.n / mine * 60:6.1f} submissions/min)"
-    )
-    print(f"throughput ratio (ours / plain):            {plain / mine:7.2f}x")
-    print(
-        f"CPU per submission (all processes):         plain {CPU['plain'] / args.n:.2f} s, "
-        f"ours {CPU['ours'] / args.n:.2f} s  (cores busy: plain {CPU['plain'] / plain:.2f}, "
-        f"ours {CPU['ours'] / mine:.2f} of {os.cpu_count()})"
-    )
-    print(
-        f"per-submission time, 1 worker (median of 5):{per_sub_alone:7.2f} s  "
-        f"= {per_sub_alone / bare:.2f}x bare nbclient"
-    )
-    print(
-        f"per-submission time, {args.workers} workers busy (median): {per_sub:5.2f} s  "
-        f"= {per_sub / bare:.2f}x bare nbclient (they share the cores)"
-    )
+            if args.only_cluster:
+                return
+        for lesson in args.lessons.split(","):
+            report(args, bench_lesson(args, work / lesson, LESSONS[lesson.strip()]))
 
 
 def print_cluster(args, start_up: float, on_dask: float, dask_jobs, local: float, local_jobs):

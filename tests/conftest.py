@@ -137,3 +137,47 @@ def end_session(process: subprocess.Popen, grace: float = 20.0) -> None:
     except ProcessLookupError:
         pass
     process.wait()
+
+
+#: Right answers for the ``mini`` assignment's two solution cells.
+CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
+
+
+@pytest.fixture
+def spares():
+    """This test's worker: the holder of its spare kernel and warm parents, emptied after."""
+    from autograder.grading.spare import SpareKernels
+
+    holder = SpareKernels()
+    yield holder
+    holder.discard()
+    holder.warm.close()
+
+
+@pytest.fixture
+def jobs(mini_course, tmp_path):
+    """A factory of sandboxed jobs for the mini course: ``jobs(student, **cell_sources)``."""
+    from autograder import sandbox
+    from autograder.grading.job import Job
+    from autograder.grading.template import build_template
+
+    template, _ = build_template(mini_course, "mini")
+    release = released_notebook(mini_course, "mini", "mini")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def make(student: str, **sources: str) -> Job:
+        nb = fill(release, **{**CORRECT, **sources})
+        return Job(
+            assignment="mini",
+            student=student,
+            notebook="mini",
+            data=nbformat.writes(nb).encode(),
+            template=template,
+            scratch_root=scratch,
+            cell_timeout=10,
+            sandbox=True,
+            limits=sandbox.Limits(),
+        )
+
+    return make

@@ -240,10 +240,13 @@ def run_all(notebook: Path, *, cwd: Path = REPO) -> RunAll:
     return RunAll(float(stop.outputs[0]["text"]), wall, errors)
 
 
-def grade_samples(assignment: str, names: Collection[str], root: Path) -> dict[str, dict]:
+def grade_samples(
+    assignment: str, names: Collection[str], root: Path, *, fork: bool = True
+) -> dict[str, dict]:
     """Grade the named samples of ``assignment`` with the course's grader: {student: result}.
 
-    Each result is the plain dict of the JSON the grader writes to ``results/``.
+    Each result is the plain dict of the JSON the grader writes to ``results/``.  With
+    ``fork=False`` every kernel starts fresh (``--no-fork``).
     """
     from conftest import new_course, sandbox_available
 
@@ -260,6 +263,7 @@ def grade_samples(assignment: str, names: Collection[str], root: Path) -> dict[s
         course=course,
         workers=2,
         sandbox=sandbox_available(),
+        fork=fork,
         feedback=False,
     )
     return {student: json.loads(r.to_json()) for student, r in result.results.items()}

@@ -220,13 +220,16 @@ def test_a_grader_killed_at_any_moment_leaves_nothing_and_the_next_run_finishes(
     args = CLI + ["grade", "mini", "--submissions", str(subs), "--course", str(mini_course)]
     args += ["--workers", "1", "--timeout", "3"]
 
-    moments = {
-        "a kernel starts": lambda run: bool(run.tethers),
-        "a cell runs": lambda run: bool(belonging_to([f"sleep {token}"])),
-        "a spare kernel starts": lambda run: len(run.tethers) >= 2,
+    moments = {  # (extra arguments, the moment): forked kernels (the default), then fresh
+        "the warm parent starts": ([], lambda run: bool(run.tethers)),
+        "a forked kernel's cell runs": ([], lambda run: bool(belonging_to([f"sleep {token}"]))),
+        "a spare kernel is forked": ([], lambda run: run.sandboxes() >= 2),
+        "a fresh kernel starts": (["--no-fork"], lambda run: bool(run.tethers)),
+        "a fresh spare kernel starts": (["--no-fork"], lambda run: len(run.tethers) >= 2),
     }
-    for moment, reached in moments.items():
-        left = KilledRun(args, scratch).kill_when(reached, needles=[str(scratch), token])
+    for moment, (extra, reached) in moments.items():
+        run = KilledRun(args + extra, scratch)
+        left = run.kill_when(reached, needles=[str(scratch), token])
         assert left == [], f"killed while {moment}, still running: {left}"
 
     result = grade("mini", submissions=subs, course=mini_course, workers=2, timeout=3)
@@ -248,7 +251,14 @@ class KilledRun:
     def __init__(self, args: list[str], scratch) -> None:
         self.args, self.scratch = args, scratch
         self.group: set[int] = set()  #: every pid seen in its process group
-        self.tethers: set[int] = set()  #: every sandbox launch seen (one per kernel)
+        #: every sandbox launch seen: one per fresh kernel, one per warm parent
+        self.tethers: set[int] = set()
+
+    def sandboxes(self) -> int:
+        """Kernel sandboxes started so far (each kernel records its pid namespace)."""
+        return sum(
+            len(path.read_text().splitlines()) for path in self.scratch.rglob(".sandbox/sandboxes")
+        )
 
     def kill_when(self, reached, needles: list[str]) -> list[str]:
         """SIGKILL the group once ``reached(self)``; return what runs of it 20 s later."""

@@ -48,8 +48,20 @@ def _needs_sandbox():
         pytest.skip(f"sandbox unavailable: {problem}")
 
 
+@pytest.fixture(scope="module", params=["forked", "fresh"])
+def warm(request):
+    """How kernels start: forked from a warm parent (the default), or fresh (--no-fork).
+
+    One holder for the module, as a worker keeps one for all its jobs.
+    """
+    holder = sandbox.WarmParents() if request.param == "forked" else None
+    yield holder
+    if holder is not None:
+        holder.close()
+
+
 @pytest.fixture
-def course(tmp_path) -> dict[str, Path]:
+def course(tmp_path, warm) -> dict:
     """A fake course root with a gradebook, a source notebook and two workers' jobs."""
     root = tmp_path / "course"
     (root / "source" / "e7").mkdir(parents=True)
@@ -63,7 +75,7 @@ def course(tmp_path) -> dict[str, Path]:
     other = root / ".scratch" / "job-bob" / "course" / "autograded" / "bob" / "e7"
     other.mkdir(parents=True)
     (other / "lesson.ipynb").write_text('{"bob": "answers"}')
-    return {"root": root, "job": job, "nbdir": nbdir, "other": other}
+    return {"root": root, "job": job, "nbdir": nbdir, "other": other, "warm": warm}
 
 
 def run(cells, course, *, limits=SMALL, timeout=10, metadata=None, **client_kw):
@@ -73,7 +85,7 @@ def run(cells, course, *, limits=SMALL, timeout=10, metadata=None, **client_kw):
     for cell, meta in zip(nb.cells, metadata or [], strict=False):
         cell.metadata.update(meta)
     config = Config()
-    sandbox.configure(config, job_dir=course["job"], limits=limits)
+    kernels = sandbox.configure(config, job_dir=course["job"], limits=limits, warm=course["warm"])
     client = NotebookClient(
         nb,
         config=config,
@@ -91,7 +103,15 @@ def run(cells, course, *, limits=SMALL, timeout=10, metadata=None, **client_kw):
         error = None
     except Exception as exc:  # the test decides whether it is expected
         error = exc
+    assert_started_as_asked(kernels, course["warm"])
     return nb, error
+
+
+def assert_started_as_asked(kernels, warm) -> None:
+    """The kernel was forked when a warm parent was given (no silent fallback), else fresh."""
+    km = kernels.active()
+    assert km is not None
+    assert km.kernel_start == ("forked" if warm is not None else "fresh"), km.kernel_start
 
 
 def stdout(cell) -> str:
@@ -365,7 +385,7 @@ def test_kill_leftovers_kills_detached_processes(course):
     """
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(textwrap.dedent(cell))])
     config = Config()
-    sandbox.configure(config, job_dir=course["job"], limits=SMALL)
+    kernels = sandbox.configure(config, job_dir=course["job"], limits=SMALL, warm=course["warm"])
     client = NotebookClient(
         nb,
         config=config,
@@ -378,8 +398,9 @@ def test_kill_leftovers_kills_detached_processes(course):
     with client.setup_kernel():
         client.execute_cell(nb.cells[0], 0)
         assert stdout(nb.cells[0]).strip() == "spawned"
+        assert_started_as_asked(kernels, course["warm"])
         running = alive_in_sandboxes(course["job"])
-        assert len(running) >= 3  # bwrap's init, the kernel, sleep
+        assert len(running) >= 3  # the sandbox's init, the kernel, sleep
         assert kill_leftovers(course["job"]) >= 3
         assert alive_in_sandboxes(course["job"]) == []
 
@@ -440,10 +461,11 @@ from traitlets.config import Config
 from autograder import sandbox
 
 job = Path(sys.argv[1])
+warm = sandbox.WarmParents() if sys.argv[2] == "forked" else None
 nbdir = job / "notebook dir"
 nbdir.mkdir(parents=True)
 config = Config()
-sandbox.configure(config, job_dir=job, limits=sandbox.Limits())
+kernels = sandbox.configure(config, job_dir=job, limits=sandbox.Limits(), warm=warm)
 nb = nbformat.v4.new_notebook()
 nb.cells = [nbformat.v4.new_code_cell("import sys, numpy\\nprint(sys.prefix)")]
 try:
@@ -457,11 +479,15 @@ try:
     ).execute()
 finally:
     sandbox.kill_leftovers(job)
+    if warm is not None:
+        warm.close()
 print("KERNEL SAYS", nb.cells[0].outputs[0]["text"].strip())
+print("KERNEL STARTED", kernels.active().kernel_start)
 """
 
 
-def test_a_kernel_starts_from_a_virtualenv_under_tmp():
+@pytest.mark.parametrize("start", ["forked", "fresh"])
+def test_a_kernel_starts_from_a_virtualenv_under_tmp(start):
     """The venv reached under /tmp (a symlinked one, in a folder with a space and an ü):
     the sandbox's own /tmp must not hide the interpreter the kernel runs on."""
     place = Path(tempfile.mkdtemp(prefix="specdec venv ü-", dir="/tmp"))
@@ -470,7 +496,7 @@ def test_a_kernel_starts_from_a_virtualenv_under_tmp():
         venv.symlink_to(Path(sys.prefix).resolve(), target_is_directory=True)
         python = venv / "bin" / Path(sys.executable).name
         proc = subprocess.run(
-            [str(python), "-c", KERNEL_FROM_ELSEWHERE, str(place / "job")],
+            [str(python), "-c", KERNEL_FROM_ELSEWHERE, str(place / "job"), start],
             capture_output=True,
             text=True,
             timeout=180,
@@ -478,6 +504,7 @@ def test_a_kernel_starts_from_a_virtualenv_under_tmp():
         assert proc.returncode == 0, proc.stderr[-3000:]
         # The kernel ran on the interpreter as the grader reached it, under /tmp.
         assert f"KERNEL SAYS {venv}" in proc.stdout, proc.stdout
+        assert f"KERNEL STARTED {start}\n" in proc.stdout, proc.stdout
     finally:
         shutil.rmtree(place, ignore_errors=True)
 

@@ -14,56 +14,20 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from conftest import fill, released_notebook, sandbox_available, write_nb
+from conftest import CORRECT, fill, released_notebook, sandbox_available, write_nb
 from nbclient.util import run_sync
 
-from autograder import sandbox
 from autograder.grade import grade
-from autograder.grading.job import Job, grade_job
+from autograder.grading.job import grade_job
 from autograder.grading.processes import marked_processes
-from autograder.grading.spare import SpareKernels
-from autograder.grading.template import build_template
 
 pytestmark = [
     pytest.mark.sandbox,
     pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox"),
 ]
 
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
+
 WHERE = {"square": "import os\nprint('CWD', os.getcwd())\ndef square(x):\n    return x ** 2"}
-
-
-@pytest.fixture
-def spares():
-    """This test's worker: the holder of its spare kernel, discarded after."""
-    holder = SpareKernels()
-    yield holder
-    holder.discard()
-
-
-@pytest.fixture
-def jobs(mini_course, tmp_path):
-    """A factory of sandboxed jobs for the mini course."""
-    template, _ = build_template(mini_course, "mini")
-    release = released_notebook(mini_course, "mini", "mini")
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-
-    def make(student: str, **sources: str) -> Job:
-        nb = fill(release, **{**CORRECT, **sources})
-        return Job(
-            assignment="mini",
-            student=student,
-            notebook="mini",
-            data=nbformat.writes(nb).encode(),
-            template=template,
-            scratch_root=scratch,
-            cell_timeout=10,
-            sandbox=True,
-            limits=sandbox.Limits(),
-        )
-
-    return make
 
 
 @pytest.fixture

@@ -224,15 +224,20 @@ def graded_nb(learner: str) -> nbformat.NotebookNode:
     return nb
 
 
-def monitored_run(learner: str, tmp_path: Path, *, sandboxed: bool) -> tuple[dict, list[str]]:
-    """Run a 3-cell graded notebook between the integrity preprocessors; (errors, flags)."""
+def monitored_run(
+    learner: str, tmp_path: Path, *, sandboxed: bool, warm: sandbox.WarmParents | None = None
+) -> tuple[dict, list[str]]:
+    """Run a 3-cell graded notebook between the integrity preprocessors; (errors, flags).
+
+    Sandboxed with ``warm``, the kernel is forked from a warm parent (and must be).
+    """
     job = tmp_path / "job"
     nbdir = job / "nb"
     nbdir.mkdir(parents=True)
     config = Config()
     kw = {}
     if sandboxed:
-        sandbox.configure(config, job_dir=job, limits=sandbox.Limits())
+        kernels = sandbox.configure(config, job_dir=job, limits=sandbox.Limits(), warm=warm)
         kw = {
             "kernel_manager_class": sandbox.SandboxedKernelManager,
             "on_cell_execute": config.Execute.on_cell_execute,
@@ -254,6 +259,8 @@ def monitored_run(learner: str, tmp_path: Path, *, sandboxed: bool) -> tuple[dic
     finally:
         if sandboxed:
             sandbox.kill_leftovers(job)
+    if sandboxed:
+        assert kernels.active().kernel_start == ("forked" if warm else "fresh")
     errors = {
         c.metadata["nbgrader"]["grade_id"]: [o.ename for o in c.outputs if o.output_type == "error"]
         for c in nb.cells
@@ -308,15 +315,24 @@ MONITOR_CASES = [
 ]
 
 
+@pytest.fixture(scope="module", params=["forked", "fresh"])
+def warm(request):
+    """Kernels forked from a warm parent (the default), or started fresh (--no-fork)."""
+    holder = sandbox.WarmParents() if request.param == "forked" else None
+    yield holder
+    if holder is not None:
+        holder.close()
+
+
 @pytest.mark.kernel
 @pytest.mark.sandbox
 @pytest.mark.parametrize(
     ("name", "learner", "flags"), MONITOR_CASES, ids=[c[0] for c in MONITOR_CASES]
 )
-def test_monitor_flags_tampering_in_the_sandbox(name, learner, flags, tmp_path):
+def test_monitor_flags_tampering_in_the_sandbox(name, learner, flags, tmp_path, warm):
     if not sandbox_available():
         pytest.skip(f"sandbox unavailable: {sandbox.sandbox_problem()}")
-    errors, found = monitored_run(learner, tmp_path, sandboxed=True)
+    errors, found = monitored_run(learner, tmp_path, sandboxed=True, warm=warm)
     assert set(flags) <= set(found), found
     if not flags:
         assert found == [] and errors == {"accept_prob": [], "test_a": [], "test_b": []}
@@ -377,6 +393,14 @@ def corpus(tmp_path_factory):
         server.close()
     yield {"course": course, "results": result.results, "accepted": accepted}
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.mark.kernel
+@pytest.mark.sandbox
+def test_adversarial_corpus_ran_in_forked_kernels(corpus):
+    """The corpus takes the default path: every kernel forked from a warm parent."""
+    starts = {name: r.kernel for name, r in corpus["results"].items()}
+    assert set(starts.values()) == {"forked"}, starts
 
 
 @pytest.mark.kernel

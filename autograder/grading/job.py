@@ -59,11 +59,14 @@ class Job:
     sandbox: bool = True
     limits: sandbox.Limits | None = None  #: None: the defaults
     keep_scratch: bool = False
+    #: Fork sandboxed kernels from the worker's warm parent (False: start each one fresh).
+    fork: bool = True
 
 
-#: This worker process's spare kernel.  A process pool calls a function per job, so what
-#: outlives one job (the kernel started for the next) lives with the process: this one
-#: holder, passed as an argument from here on (to ``GuardedExecute`` through its config).
+#: This worker process's spare kernel and warm parents.  A process pool calls a function
+#: per job, so what outlives one job (the kernel started for the next, the warm parent
+#: kernels are forked from) lives with the process: this one holder, passed as an
+#: argument from here on (to ``GuardedExecute`` and the kernel managers through config).
 WORKER_SPARES = SpareKernels()
 
 
@@ -81,7 +84,9 @@ def grade_job(job: Job, spares: SpareKernels = WORKER_SPARES) -> SubmissionResul
     marker = job_marker(job_dir)
     result = SubmissionResult(job.student, job.assignment)
     memory_limit = job.limits.memory_bytes if job.sandbox and job.limits else None
-    watch = MemoryWatch(marker, memory_limit or DEFAULT_MEMORY_BYTES)
+    watch = MemoryWatch(
+        marker, memory_limit or DEFAULT_MEMORY_BYTES, job_dir=job_dir if job.sandbox else None
+    )
     watch.start()
     try:
         _run(job, job_dir, claimed.config if claimed else None, marker, result, spares)
@@ -142,6 +147,7 @@ def _run(
     finally:
         os.environ.pop(JOB_MARKER, None)
     if job.sandbox:
+        result.kernel = _kernel_start(config, job_dir)
         _start_spare(job, spares)  # boots while this job is scored and the next one is set up
 
     autograded_path = _autograded_dir(job_dir, job.assignment) / f"{job.notebook}.ipynb"
@@ -195,10 +201,25 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
     ]
     preprocessors = _insert_integrity(preprocessors, [InsertProbes, CollectProbes])
     if job.sandbox:
-        sandbox.configure(config, job_dir=job_dir, limits=job.limits or sandbox.Limits())
+        sandbox.configure(
+            config,
+            job_dir=job_dir,
+            limits=job.limits or sandbox.Limits(),
+            warm=spares.warm if job.fork else None,
+        )
         preprocessors = [sandbox.executor(p) for p in preprocessors]
     config.Autograde.autograde_preprocessors = preprocessors
     return config, preprocessors
+
+
+def _kernel_start(config: Config, job_dir: Path) -> str:
+    """How the job's kernel started: ``forked``, or ``fresh`` (and why not forked)."""
+    section = config.SandboxedKernelManager
+    kernels = section.kernels if "kernels" in section else None
+    km = kernels.active() if kernels is not None else None
+    if km is None:
+        return ""
+    return km.kernel_start
 
 
 def _autograded_dir(job_dir: Path, assignment: str) -> Path:

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import psutil
 
-from autograder.sandbox import kill_with_sandboxes
+from autograder.sandbox import kill_leftovers, kill_with_sandboxes, members
+from autograder.sandbox.limits import JOB_MARKER_ENV
 
 #: Environment variable that marks every process a job starts (kernel and children),
 #: so that the worker can find and kill them whatever they do to their process group.
-JOB_MARKER = "SPECDEC_GRADE_JOB"
+JOB_MARKER = JOB_MARKER_ENV
 
 
 DEFAULT_MEMORY_BYTES = 2 * 1024**3
@@ -65,20 +66,24 @@ class MemoryWatch(threading.Thread):
     """Enforce a memory limit on all of a job's processes together.
 
     RLIMIT_AS bounds each process; a submission that forks can still use many times
-    the limit.  This thread sums the resident memory of every process that carries
-    the job's marker, several times a second, and kills them all past ``limit``.
+    the limit.  This thread sums the resident memory of every process of the job,
+    several times a second, and kills them all past ``limit``.  With ``job_dir`` (a
+    sandboxed job) the job's processes are those in the pid namespaces of its sandboxes (a
+    kernel forked from a warm parent has the parent's environment, not the job's marker,
+    but it cannot leave its namespace); without, those that carry its marker.
     """
 
-    def __init__(self, marker: str, limit: int, interval: float = 0.2):
+    def __init__(self, marker: str, limit: int, interval: float = 0.2, job_dir: Path | None = None):
         super().__init__(daemon=True, name="memory-watch")
         self.marker, self.limit, self.interval = marker, limit, interval
+        self.job_dir = job_dir
         self.fired = False
         self.reason = ""
         self._halt = threading.Event()
 
     def run(self) -> None:
         while not self._halt.wait(self.interval):
-            pids = marked_processes(self.marker)
+            pids = self._processes()
             # Resident sizes count pages that forked processes share once per process;
             # their sum is only an upper bound.  Past the limit, measure the proportional
             # set size (shared pages split between their users) before deciding.
@@ -92,7 +97,19 @@ class MemoryWatch(threading.Thread):
                     f"{self.limit / 2**30:g} GiB limit; the kernel was stopped"
                 )
                 kill_marked_processes(self.marker)
+                if self.job_dir is not None:
+                    kill_leftovers(self.job_dir)
                 return
+
+    def _processes(self) -> list[int]:
+        """The job's processes: its sandboxes' namespaces when sandboxed, else by marker.
+
+        Everything a sandboxed job runs is in a recorded pid namespace (a fresh sandbox's
+        or a forked kernel's), so no scan of every process on the host is needed.
+        """
+        if self.job_dir is not None:
+            return members(self.job_dir)
+        return marked_processes(self.marker)
 
     def stop(self) -> None:
         self._halt.set()

@@ -128,6 +128,10 @@ class SubmissionResult:
     #: Whether the course gradebook has these scores (false: an earlier run could not
     #: write them there; the next run does, without regrading).
     in_gradebook: bool = False
+    #: How the sandboxed kernel started: ``forked`` from the worker's warm parent, or
+    #: ``fresh`` (``fresh: <why not forked>``); empty without the sandbox, or when not
+    #: recorded.  How a kernel started is not part of the grade (not compared).
+    kernel: str = field(default="", compare=False)
     #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
     autograded: str | None = field(default=None, repr=False, compare=False)
 
@@ -143,6 +147,8 @@ class SubmissionResult:
         for name in IDENTITY_FIELDS:  # written only when the download or roster told them
             if data[name] is None:
                 del data[name]
+        if not data["kernel"]:  # written only for a sandboxed kernel
+            del data["kernel"]
         return json.loads(json.dumps(data))  # enums to their values
 
     def to_json(self) -> str:
@@ -169,6 +175,7 @@ class SubmissionResult:
             late=None if data.get("late") is None else bool(data["late"]),
             # Files written before the field existed were written after the gradebook.
             in_gradebook=bool(data.get("in_gradebook", True)),
+            kernel=str(data.get("kernel") or ""),
         )
 
     @classmethod

@@ -32,7 +32,12 @@ from nbclient.util import run_sync
 from traitlets.config import Config
 
 from autograder.grading.processes import kill_marked_processes
-from autograder.sandbox import SandboxedKernelManager, visible_entries
+from autograder.sandbox import (
+    SandboxedKernelManager,
+    WarmParents,
+    kill_leftovers,
+    visible_entries,
+)
 
 
 @dataclass
@@ -53,14 +58,17 @@ class Spare:
 
 
 class SpareKernels:
-    """A worker's spare kernel (at most one), carried from one job to the next.
+    """A worker's spare kernel (at most one) and warm parents, carried from job to job.
 
-    The job's executor reaches it through its config (``GuardedExecute.spares``).
+    The job's executor reaches it through its config (``GuardedExecute.spares``), the
+    kernel managers reach ``warm`` through theirs (``SandboxedKernelManager.warm``).
     traitlets deep-copies config values; a copy of this holder is the holder itself.
     """
 
     def __init__(self) -> None:
         self.spare: Spare | None = None
+        #: The processes that kernels are forked from (see ``autograder.sandbox.warm``).
+        self.warm = WarmParents()
         self._finalizer: mp_util.Finalize | None = None
 
     def __deepcopy__(self, memo: dict) -> SpareKernels:
@@ -149,6 +157,7 @@ class SpareKernels:
         except Exception:
             pass
         kill_marked_processes(spare.marker)
+        kill_leftovers(spare.job_dir)  # a forked kernel carries no marker of its own
         if not spare.claimed:
             shutil.rmtree(spare.job_dir, ignore_errors=True)
 

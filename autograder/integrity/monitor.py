@@ -102,6 +102,14 @@ class _Monitor:
         self._dumps = json.dumps
         self._getframe = sys._getframe
         self._realpath = os.path.realpath
+        # The frames below this cell are the kernel's own start (ipykernel's launcher, or the
+        # warm parent a kernel was forked from, whose code has no file under a trusted
+        # folder): no learner code has run yet, so none of them is the learner's.
+        self.boot_codes = set()
+        frame = sys._getframe(1)
+        while frame is not None:
+            self.boot_codes.add(frame.f_code)
+            frame = frame.f_back
 
         # Test cells are known by the hash of their source only (the sources, hidden tests
         # included, must not be readable from this cell).  When one runs, it is registered
@@ -399,6 +407,9 @@ class _Monitor:
             return True
         frame = self._getframe(2)
         while frame is not None:
+            if frame.f_code in self.boot_codes:
+                frame = frame.f_back
+                continue
             name = frame.f_code.co_filename
             if name in self.learner_files:
                 return True

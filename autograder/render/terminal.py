@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -86,9 +87,24 @@ def print_summary(result: GradeResult, console: Console | None = None) -> None:
     console.print(f"graded now: {now}; unchanged since an earlier run: {reused}")
     if now:
         console.print(f"graded on: {result.engine}, {result.workers} worker(s)")
+        for line in kernel_lines([result.results[s].kernel for s in result.graded_now]):
+            console.print(line)
     if result.swept:
         console.print(
             f"killed {result.swept} process(es) that a grader killed earlier had left running"
         )
     console.print(f"grades: {result.reports / 'grades.csv'}")
     console.print(f"cells:  {result.reports / 'cells.csv'}")
+
+
+def kernel_lines(starts: list[str]) -> list[str]:
+    """How the kernels of the submissions graded now started, one line per way."""
+    counts = Counter(start for start in starts if start)
+    lines = []
+    forked = counts.pop("forked", 0)
+    if forked:
+        lines.append(f"kernels: {forked} forked from a warm parent")
+    for start, n in counts.most_common():
+        why = start.partition(":")[2].strip() or "--no-fork"
+        lines.append(f"kernels: {n} started fresh ({why})")
+    return lines

@@ -24,6 +24,12 @@ paths an unprivileged user cannot reach are bind-mounted to reachable mount poin
 ``setpriv`` (drop to the unprivileged uid) before ``bwrap``.  Otherwise it runs as the
 grader's own uid, mapped into a user namespace.
 
+By default a worker does not start Python afresh for each kernel: it forks the kernel
+from a *warm parent* (:mod:`~autograder.sandbox.warm`), a Python in a sandbox of its own
+that has already imported ipykernel, numpy and matplotlib.  Each forked kernel gets new
+mount, pid, IPC, network and UTS namespaces, fresh tmpfs mounts, the same limits and no
+capabilities, before any learner code runs.
+
 The worker calls :func:`configure` on the job's nbgrader config and passes its
 ``Execute`` class through :func:`executor`; nbgrader then creates a
 :class:`SandboxedKernelManager` for each notebook.  :func:`kill_leftovers`
@@ -33,11 +39,12 @@ does and does not prevent.
 """
 
 from autograder.sandbox.check import sandbox_problem
-from autograder.sandbox.cleanup import kill_leftovers, kill_with_sandboxes, running
+from autograder.sandbox.cleanup import kill_leftovers, kill_with_sandboxes, members, running
 from autograder.sandbox.executor import configure, executor
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
 from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
 from autograder.sandbox.mounts import python_mounts, visible_entries
+from autograder.sandbox.warm import WarmParents
 
 __all__ = [
     "INNER_REFERENCE",
@@ -45,10 +52,12 @@ __all__ = [
     "JobKernels",
     "Limits",
     "SandboxedKernelManager",
+    "WarmParents",
     "configure",
     "executor",
     "kill_leftovers",
     "kill_with_sandboxes",
+    "members",
     "python_mounts",
     "running",
     "sandbox_problem",

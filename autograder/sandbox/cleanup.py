@@ -63,6 +63,25 @@ def kill_with_sandboxes(pids: Iterable[int]) -> int:
     return len(members)
 
 
+def members(job_dir: Path) -> list[int]:
+    """Host pids of every process in this job's sandboxes: each init and its descendants.
+
+    A process that leaves its parent is re-parented to its pid namespace's init, so the
+    init's descendants are the whole namespace.  Cheaper than :func:`running` (no scan of
+    every process on the host), which is why the memory watch uses it several times a
+    second.  It finds forked kernels too, whose environment has no job marker.
+    """
+    found = []
+    for init_pid, _ in _live_sandboxes(Path(job_dir)):
+        try:
+            init = psutil.Process(init_pid)
+            found.append(init_pid)
+            found += [child.pid for child in init.children(recursive=True)]
+        except psutil.Error:
+            continue
+    return found
+
+
 def running(job_dir: Path) -> list[int]:
     """Host pids of the processes still running in this job's sandboxes."""
     spaces = {ns for _, ns in _live_sandboxes(Path(job_dir))}

@@ -10,14 +10,19 @@ from traitlets.config import Config
 
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
 from autograder.sandbox.limits import Limits
+from autograder.sandbox.warm import WarmParents
 
 
-def configure(config: Config, *, job_dir: Path, limits: Limits) -> JobKernels:
+def configure(
+    config: Config, *, job_dir: Path, limits: Limits, warm: WarmParents | None = None
+) -> JobKernels:
     """Configure this job's autograding to start its kernel inside the sandbox.
 
     Sets ``Execute.kernel_manager_class``, the :class:`SandboxedKernelManager` traits
     (this job's directory and ``limits``) and an ``on_cell_execute`` hook that makes the
-    reference package readable only while a test cell runs.  nbgrader's ``Execute``
+    reference package readable only while a test cell runs.  With ``warm`` (the worker's
+    warm parents), kernels are forked from a warm parent; without, each starts fresh.
+    nbgrader's ``Execute``
     ignores a configured ``kernel_manager_class`` (it passes its own as a keyword), so
     also pass the executor class through :func:`executor`.
 
@@ -32,6 +37,7 @@ def configure(config: Config, *, job_dir: Path, limits: Limits) -> JobKernels:
     km.max_processes = int(limits.max_processes)
     km.file_size_bytes = int(limits.file_size_bytes)
     km.scratch_bytes = int(limits.scratch_bytes)
+    km.warm = warm
     kernels = JobKernels()
     km.kernels = kernels
     config.Execute.on_cell_execute = kernels.gate_reference

@@ -1,8 +1,12 @@
 """The kernel manager that starts each kernel in the sandbox and talks to it there.
 
-:class:`SandboxedKernelManager` launches the kernel through :class:`Launch`, reaches its
-ZeroMQ ``ipc`` sockets through ``/proc/<pid>/root``, interrupts the kernel itself (not
-bubblewrap), and keeps the integrity monitor's evidence that arrives on its pipe.
+:class:`SandboxedKernelManager` forks the kernel from the worker's warm parent
+(:mod:`~autograder.sandbox.warm`) when it has one, else launches a fresh one through
+:class:`Launch` (``--no-fork``, or a parent that could not start: the reason is kept in
+``kernel_start``).  Either way it reaches the kernel's ZeroMQ ``ipc`` sockets through
+``/proc/<pid>/root``, interrupts the kernel itself (not the sandbox's pid 1), records the
+sandbox's pid namespace for the memory watch and the leftover kill, and keeps the
+integrity monitor's evidence that arrives on its pipe.
 """
 
 from __future__ import annotations
@@ -10,18 +14,31 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import tempfile
 import threading
 import uuid
 from pathlib import Path
+from typing import BinaryIO
 
 import psutil
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Float, Instance, Integer, List, Unicode
 
 from autograder.sandbox.cleanup import pid_namespace, process_identity
-from autograder.sandbox.launch import Launch
+from autograder.sandbox.launch import Launch, drain_evidence
 from autograder.sandbox.limits import INNER_RUN, PASSED_ENV, RUNTIME_DIR, Limits
+from autograder.sandbox.warm import (
+    FORKED,
+    FRESH,
+    WarmKey,
+    WarmParent,
+    WarmParentError,
+    WarmParents,
+    forkable,
+    kernel_environment,
+    parent_environment,
+)
 
 
 class JobKernels:
@@ -89,6 +106,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     start_timeout = Float(30.0, help="Seconds bwrap has to report the sandbox running.").tag(
         config=True
     )
+    warm = Instance(
+        WarmParents,
+        allow_none=True,
+        help="The worker's warm parents to fork kernels from (None: start each one fresh).",
+    ).tag(config=True)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -98,6 +120,10 @@ class SandboxedKernelManager(AsyncKernelManager):
         self.kernel_cwd: str | None = None  #: where the kernel runs (real path)
         self._evidence: list[dict] = []
         self._evidence_thread: threading.Thread | None = None
+        self._parent: WarmParent | None = None  #: the warm parent this kernel came from
+        self._forked_log: BinaryIO | None = None
+        #: How the kernel started: ``forked``, or ``fresh`` and why (``fresh: <reason>``).
+        self.kernel_start = ""
 
     # -- start ------------------------------------------------------------------------------
     async def _async_pre_start_kernel(self, **kw):
@@ -111,35 +137,113 @@ class SandboxedKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw) -> None:
-        run_dir = Path(self.connection_file).parent
         cwd = Path(kw.pop("cwd", None) or os.getcwd()).resolve()
         self.kernel_cwd = str(cwd)
-        command = [
+        passed = {k: v for k, v in (kw.get("env") or os.environ).items() if k in PASSED_ENV}
+        if self.kernels is not None:
+            self.kernels.add(self)
+        if self.warm is None:
+            self.kernel_start = FRESH
+        else:
+            try:
+                await self._fork_kernel(kernel_cmd, cwd, passed)
+                self.kernel_start = FORKED
+                return
+            except WarmParentError as exc:
+                self.kernel_start = f"{FRESH}: {exc}"
+                self.log.warning("starting a fresh kernel: %s", exc)
+        await self._launch_fresh(kernel_cmd, cwd, passed, kw)
+
+    def _inner_command(self, kernel_cmd: list[str]) -> list[str]:
+        """The kernel command as the sandbox sees it (its own connection file path)."""
+        return [
             f"{INNER_RUN}/kernel.json"
             if os.path.realpath(arg) == os.path.realpath(self.connection_file)
             else arg
             for arg in kernel_cmd
         ]
+
+    def _limits(self) -> Limits:
+        return Limits(
+            memory_bytes=self.memory_bytes,
+            cpu_seconds=self.cpu_seconds,
+            max_processes=self.max_processes,
+            file_size_bytes=self.file_size_bytes,
+            scratch_bytes=self.scratch_bytes,
+        )
+
+    async def _fork_kernel(self, kernel_cmd: list[str], cwd: Path, passed: dict) -> None:
+        """Fork the kernel from the worker's warm parent (raises WarmParentError)."""
+        assert self.warm is not None and self.provisioner is not None
+        python = sys.executable
+        why_not = forkable(kernel_cmd, python)
+        if why_not:
+            raise WarmParentError(why_not)
+        reference = bool(self.reference_packages)
+        key = WarmKey(
+            python=python,
+            limits=self._limits(),
+            reference_packages=tuple(self.reference_packages),
+            gate_reference=self.gate_reference,
+            anchor=str(Path(self.job_dir).resolve().parent if self.job_dir else cwd.parent),
+        )
+        loop = asyncio.get_running_loop()
+        parent = await loop.run_in_executor(
+            None, self.warm.parent, key, parent_environment(passed, reference)
+        )
+        run_dir = Path(self.connection_file).parent
+        log = open(run_dir / "kernel.log", "ab")  # noqa: SIM115  (closed in cleanup)
+        evidence_read, evidence_write = os.pipe()
+        try:
+            process = await loop.run_in_executor(
+                None,
+                lambda: parent.fork(
+                    kernel_id=str(self.kernel_id),
+                    cwd=cwd,
+                    connection=Path(self.connection_file).read_bytes(),
+                    env=kernel_environment(passed, reference),
+                    argv=self._inner_command(kernel_cmd)[3:],
+                    log_fd=log.fileno(),
+                    evidence_fd=evidence_write,
+                    limits=key.limits,
+                ),
+            )
+        except BaseException:
+            log.close()
+            os.close(evidence_read)
+            raise
+        finally:
+            os.close(evidence_write)
+        self._parent = parent
+        self._forked_log = log
+        self.provisioner.process = process  # type: ignore[attr-defined]
+        self.provisioner.pid = process.pid  # type: ignore[attr-defined]
+        self.provisioner.pgid = None  # type: ignore[attr-defined]
+        self._reconcile_connection_info(self.provisioner.connection_info)
+        self._sandbox_started(process.pid)
+        self._evidence_thread = threading.Thread(
+            target=drain_evidence,
+            args=(evidence_read, run_dir / "evidence.jsonl", self._evidence),
+            daemon=True,
+        )
+        self._evidence_thread.start()
+
+    async def _launch_fresh(self, kernel_cmd: list[str], cwd: Path, passed: dict, kw: dict) -> None:
+        """Launch a fresh sandbox with a new Python in it (today's start)."""
+        run_dir = Path(self.connection_file).parent
+        command = self._inner_command(kernel_cmd)
         launch = Launch(
             run_dir=run_dir,
             cwd=cwd,
-            limits=Limits(
-                memory_bytes=self.memory_bytes,
-                cpu_seconds=self.cpu_seconds,
-                max_processes=self.max_processes,
-                file_size_bytes=self.file_size_bytes,
-                scratch_bytes=self.scratch_bytes,
-            ),
+            limits=self._limits(),
             command=command,
-            env={k: v for k, v in (kw.get("env") or os.environ).items() if k in PASSED_ENV},
+            env=passed,
             connection_file=Path(self.connection_file).read_bytes(),
             reference_packages=list(self.reference_packages),
             gate_reference=self.gate_reference,
             evidence=True,
         )
         self._launch = launch
-        if self.kernels is not None:
-            self.kernels.add(self)
         log = open(run_dir / "kernel.log", "ab")  # noqa: SIM115  (closed in cleanup)
         launch.files.append(log)
         kw.update(env=launch.outer_env, cwd="/", stdout=log, stderr=log, pass_fds=launch.pass_fds)
@@ -154,14 +258,19 @@ class SandboxedKernelManager(AsyncKernelManager):
         )
         if self._init_pid is None:
             raise RuntimeError(f"the sandbox did not start: {launch.log_tail()}")
-        # The client reaches the kernel's sockets through the sandbox's root.
-        self.ip = f"/proc/{self._init_pid}/root{INNER_RUN}/kernel"
-        self._record_pid_namespace(self._init_pid)
-        self.log.debug("sandbox init pid %s", self._init_pid)
+        self._sandbox_started(self._init_pid)
         self._evidence_thread = threading.Thread(
             target=launch.drain_evidence, args=(self._evidence,), daemon=True
         )
         self._evidence_thread.start()
+
+    def _sandbox_started(self, init_pid: int) -> None:
+        """The sandbox's pid 1 runs: reach the kernel through it, and record its namespace."""
+        self._init_pid = init_pid
+        # The client reaches the kernel's sockets through the sandbox's root.
+        self.ip = f"/proc/{init_pid}/root{INNER_RUN}/kernel"
+        self._record_pid_namespace(init_pid)
+        self.log.debug("sandbox init pid %s", init_pid)
 
     # -- signals ----------------------------------------------------------------------------
     async def _async_interrupt_kernel(self) -> None:
@@ -188,6 +297,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self._launch is not None:
             self._launch.close()
             self._launch = None
+        if self._forked_log is not None:
+            self._forked_log.close()
+            self._forked_log = None
+        if self._parent is not None and self.kernel_id:
+            self._parent.forget(str(self.kernel_id))
 
     # AsyncKernelManager binds its public names to the base class's coroutines.
     interrupt_kernel = _async_interrupt_kernel
@@ -204,6 +318,8 @@ class SandboxedKernelManager(AsyncKernelManager):
     def set_reference_readable(self, readable: bool) -> None:
         if self._launch is not None:
             self._launch.set_reference_readable(readable)
+        elif self._parent is not None:
+            self._parent.set_reference_readable(readable)
 
     # -- helpers ------------------------------------------------------------------------------
     def _runtime_root(self) -> Path:

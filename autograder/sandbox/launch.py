@@ -61,6 +61,9 @@ class Launch:
         reference_packages: Iterable[str] = (),
         gate_reference: bool = False,
         evidence: bool = False,
+        capabilities: bool = False,
+        shares: Iterable[tuple[str, str]] = (),
+        dirs: Iterable[str] = (),
     ) -> None:
         self.run_dir = Path(run_dir)
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -86,7 +89,13 @@ class Launch:
         # /dev/shm, /run) is shown on top of them rather than hidden by them.
         for source, dest in python_mounts():
             args += self._ro(source, dest)
+        for source, dest in shares:  # the warm parent's window on its requests' files
+            args += self._ro(source, dest)
+        for path in dirs:
+            args += ["--dir", path]
         args += self._working_directory(Path(cwd).resolve(), limits)
+        if capabilities:  # the warm parent's, in the sandbox's user namespace only
+            args += ["--cap-add", "ALL"]
         args += ["--info-fd", str(info_write), "--remount-ro", "/"]
         args += ["--", *_prlimit(limits), "--", *command]
         self.argv = self._staged(args) if self.as_root else args
@@ -100,12 +109,12 @@ class Launch:
         args = ["bwrap", "--unshare-all", "--unshare-user", "--disable-userns"]
         args += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
         args += ["--uid", str(self.uid), "--gid", str(self.gid), "--clearenv"]
-        inner_env = self._inner_env(env, reference)
+        variables = inner_env(env, reference)
         if evidence:
             self.evidence_read_fd, evidence_write = os.pipe()
             self._child_fds.append(evidence_write)
-            inner_env[EVIDENCE_FD_ENV] = str(evidence_write)
-        for key, value in sorted(inner_env.items()):
+            variables[EVIDENCE_FD_ENV] = str(evidence_write)
+        for key, value in sorted(variables.items()):
             args += ["--setenv", key, value]
         return args
 
@@ -205,31 +214,6 @@ class Launch:
         op = "--file" if writable else "--ro-bind-data"
         return ["--perms", f"{mode:o}", op, str(read_fd), dest]
 
-    def _inner_env(self, passed: dict[str, str], reference: bool) -> dict[str, str]:
-        env = dict(passed)
-        env.update(
-            PATH=f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin",
-            HOME=INNER_HOME,
-            TMPDIR="/tmp",
-            USER="learner",
-            LANG=passed.get("LANG", "C.UTF-8"),
-            MPLCONFIGDIR=f"{INNER_HOME}/.config/matplotlib",
-            IPYTHONDIR=f"{INNER_HOME}/.ipython",
-            JUPYTER_CONFIG_DIR=f"{INNER_HOME}/.jupyter",
-            JUPYTER_DATA_DIR=f"{INNER_HOME}/.local/share/jupyter",
-            JUPYTER_RUNTIME_DIR=f"{INNER_HOME}/.local/share/jupyter/runtime",
-            PYTHONDONTWRITEBYTECODE="1",
-            # One thread per BLAS call: the limits count threads, and workers share cores.
-            OPENBLAS_NUM_THREADS="1",
-            OMP_NUM_THREADS="1",
-            MKL_NUM_THREADS="1",
-            # glibc reserves 64 MiB of address space per thread arena; RLIMIT_AS counts it.
-            MALLOC_ARENA_MAX="2",
-        )
-        if reference:
-            env["PYTHONPATH"] = INNER_REFERENCE
-        return env
-
     def _passwd(self) -> bytes:
         lines = ["root:x:0:0:root:/root:/usr/sbin/nologin"]
         name = "nobody" if self.uid == 65534 else "learner"
@@ -275,38 +259,8 @@ class Launch:
         """Read the monitor's JSON lines until the sandbox closes the pipe (a thread)."""
         if self.evidence_read_fd is None:
             return
-        kept = 0
-        buffer = b""
-        path = self.run_dir / "evidence.jsonl"
-        with open(path, "ab") as out:
-            while True:
-                try:
-                    chunk = os.read(self.evidence_read_fd, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                if kept >= MAX_EVIDENCE_BYTES:
-                    continue  # keep draining so the kernel never blocks, but drop it
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    kept += len(line) + 1
-                    if kept > MAX_EVIDENCE_BYTES:
-                        sink.append({"kind": "evidence-overflow"})
-                        break
-                    out.write(line + b"\n")
-                    try:
-                        record = json.loads(line)
-                    except ValueError:
-                        record = {"kind": "garbled", "text": line[:200].decode("utf-8", "replace")}
-                    if isinstance(record, dict):
-                        sink.append(record)
-        try:
-            os.close(self.evidence_read_fd)
-        except OSError:
-            pass
-        self.evidence_read_fd = None
+        fd, self.evidence_read_fd = self.evidence_read_fd, None
+        drain_evidence(fd, self.run_dir / "evidence.jsonl", sink)
 
     def set_reference_readable(self, readable: bool) -> None:
         mode = 0o755 if readable else 0o700
@@ -341,6 +295,71 @@ class Launch:
             # Mount points only: the mounts themselves lived in the sandbox's namespace.
             shutil.rmtree(self._stage, ignore_errors=True)
             self._stage = None
+
+
+def inner_env(passed: dict[str, str], reference: bool) -> dict[str, str]:
+    """A sandboxed kernel's environment: ``passed`` and the sandbox's fixed variables."""
+    env = dict(passed)
+    env.update(
+        PATH=f"{sys.prefix}/bin:/usr/local/bin:/usr/bin:/bin",
+        HOME=INNER_HOME,
+        TMPDIR="/tmp",
+        USER="learner",
+        LANG=passed.get("LANG", "C.UTF-8"),
+        MPLCONFIGDIR=f"{INNER_HOME}/.config/matplotlib",
+        IPYTHONDIR=f"{INNER_HOME}/.ipython",
+        JUPYTER_CONFIG_DIR=f"{INNER_HOME}/.jupyter",
+        JUPYTER_DATA_DIR=f"{INNER_HOME}/.local/share/jupyter",
+        JUPYTER_RUNTIME_DIR=f"{INNER_HOME}/.local/share/jupyter/runtime",
+        PYTHONDONTWRITEBYTECODE="1",
+        # One thread per BLAS call: the limits count threads, and workers share cores.
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        # glibc reserves 64 MiB of address space per thread arena; RLIMIT_AS counts it.
+        MALLOC_ARENA_MAX="2",
+    )
+    if reference:
+        env["PYTHONPATH"] = INNER_REFERENCE
+    return env
+
+
+def drain_evidence(fd: int, path: Path, sink: list[dict]) -> None:
+    """Read the integrity monitor's JSON lines from ``fd`` until it closes; keep them.
+
+    Each line is appended to ``path`` and, parsed, to ``sink`` (a thread runs this).  Past
+    :data:`MAX_EVIDENCE_BYTES` the rest is read and dropped, so the kernel never blocks.
+    """
+    kept = 0
+    buffer = b""
+    with open(path, "ab") as out:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if kept >= MAX_EVIDENCE_BYTES:
+                continue
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                kept += len(line) + 1
+                if kept > MAX_EVIDENCE_BYTES:
+                    sink.append({"kind": "evidence-overflow"})
+                    break
+                out.write(line + b"\n")
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    record = {"kind": "garbled", "text": line[:200].decode("utf-8", "replace")}
+                if isinstance(record, dict):
+                    sink.append(record)
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _write_all(fd: int, data: bytes) -> None:

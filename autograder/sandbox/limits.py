@@ -28,6 +28,11 @@ EVIDENCE_FD_ENV = "SPECDEC_EVIDENCE_FD"
 RUNTIME_DIR = ".sandbox"
 
 
+#: Environment variable that marks the processes a grading job starts (see
+#: :mod:`autograder.grading.processes`).
+JOB_MARKER_ENV = "SPECDEC_GRADE_JOB"
+
+
 #: Variables passed from the grader's environment into the sandbox (all others dropped).
 PASSED_ENV = ("NBGRADER_EXECUTION", "SPECDEC_GRADE_JOB", "LANG", "LC_ALL", "TZ")
 
