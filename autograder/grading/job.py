@@ -37,7 +37,7 @@ from autograder.grading.results import NOT_RUN_PREFIX, CellResult, Status, Stop,
 from autograder.grading.scoring import failed_to_grade, score_cells, status_of
 from autograder.grading.spare import SpareKernels
 from autograder.grading.template import template_test_cells
-from autograder.preprocessors import CollectProbes, GuardedExecute, InsertProbes
+from autograder.preprocessors import CheckCellMetadata, CollectProbes, GuardedExecute, InsertProbes
 
 #: The student id inside a job's scratch course.  The real id stays with the parent, and
 #: the kernel's working directory is known before the job arrives (see ``spare``).
@@ -196,8 +196,10 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
     config.GuardedExecute.spares = spares  # a kernel started ahead, which it may adopt
     # Only an error fails a test cell here: stderr output (a warning) does not, and a
     # number a test cell happens to display is not read as partial credit.
-    preprocessors = [
-        GuardedExecute if p.__name__ == "Execute" else p for p in _default_autograde_preprocessors()
+    ours = {"Execute": GuardedExecute, "CheckCellMetadata": CheckCellMetadata}
+    preprocessors = [ours.get(p.__name__, p) for p in _default_preprocessors("autograde")]
+    config.Autograde.sanitize_preprocessors = [
+        ours.get(p.__name__, p) for p in _default_preprocessors("sanitize")
     ]
     preprocessors = _insert_integrity(preprocessors, [InsertProbes, CollectProbes])
     if job.sandbox:
@@ -270,8 +272,9 @@ def _kernel_name(source_dir: Path, notebook: str) -> str | None:
     return nb.metadata.get("kernelspec", {}).get("name")
 
 
-def _default_autograde_preprocessors() -> list[type]:
-    return list(Autograde.class_traits()["autograde_preprocessors"].default())
+def _default_preprocessors(step: str) -> list[type]:
+    """nbgrader's default preprocessors of one step of ``Autograde``: sanitize, autograde."""
+    return list(Autograde.class_traits()[f"{step}_preprocessors"].default())
 
 
 def _insert_integrity(preprocessors: list[type], extra: list[type]) -> list[type]:

@@ -1,11 +1,14 @@
 """The grader's nbgrader preprocessors, one per module, in the order they run.
 
 ``InsertProbes`` (before execution), ``GuardedExecute`` (nbgrader's ``Execute``, hardened
-for untrusted kernels), ``CollectProbes`` (after execution, before ``SaveAutoGrades``).
+for untrusted kernels), ``CollectProbes`` (after execution, before ``SaveAutoGrades``);
+``CheckCellMetadata`` stands in for nbgrader's own wherever that runs (same checks, the
+schema compiled once per notebook).
 """
 
+from autograder.preprocessors.check_cell_metadata import CheckCellMetadata
 from autograder.preprocessors.collect_probes import CollectProbes
 from autograder.preprocessors.guarded_execute import GuardedExecute
 from autograder.preprocessors.insert_probes import InsertProbes
 
-__all__ = ["CollectProbes", "GuardedExecute", "InsertProbes"]
+__all__ = ["CheckCellMetadata", "CollectProbes", "GuardedExecute", "InsertProbes"]
