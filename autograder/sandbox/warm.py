@@ -105,9 +105,17 @@ class ForkedProcess:
         return self.returncode if self.returncode is not None else 0
 
     def send_signal(self, signum: int) -> None:
+        """Signal the namespace's pid 1; after SIGKILL, wait (up to 2 s) until it is gone.
+
+        jupyter_client polls a killed kernel every 0.1 s until it has exited; a namespace
+        dies within a millisecond or two, so waiting here spares that 0.1 s per kernel.
+        """
         if self.poll() is None and self._pidfd is not None:
             signal.pidfd_send_signal(self._pidfd, signum)
             self._signalled = signum
+            if signum == signal.SIGKILL:
+                select.select([self._pidfd], [], [], 2.0)
+                self.poll()
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
