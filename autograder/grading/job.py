@@ -147,7 +147,7 @@ def _run(
     finally:
         os.environ.pop(JOB_MARKER, None)
     if job.sandbox:
-        result.kernel = _kernel_start(config, job_dir)
+        result.kernel = _kernel_start(config)
         _start_spare(job, spares)  # boots while this job is scored and the next one is set up
 
     autograded_path = _autograded_dir(job_dir, job.assignment) / f"{job.notebook}.ipynb"
@@ -214,7 +214,7 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
     return config, preprocessors
 
 
-def _kernel_start(config: Config, job_dir: Path) -> str:
+def _kernel_start(config: Config) -> str:
     """How the job's kernel started: ``forked``, or ``fresh`` (and why not forked)."""
     section = config.SandboxedKernelManager
     kernels = section.kernels if "kernels" in section else None

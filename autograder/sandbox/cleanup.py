@@ -54,7 +54,7 @@ def kill_with_sandboxes(pids: Iterable[int]) -> int:
     listing = list(_processes())
     spaces = {ns for pid, ns in listing if pid in wanted and ns != own}
     members = [(pid, ns) for pid, ns in listing if pid in wanted or ns in spaces]
-    inits = [pid for pid, ns in members if ns in spaces and _inner_pid(pid) == 1]
+    inits = [pid for pid, ns in members if ns in spaces and ns_pids(pid)[-1:] == [1]]
     for pid in [*inits, *wanted]:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -123,16 +123,19 @@ def pid_namespace(pid: int | str = "self") -> str:
     return os.readlink(f"/proc/{pid}/ns/pid")
 
 
-def _inner_pid(pid: int) -> int | None:
-    """The pid that process ``pid`` has in its own (innermost) pid namespace."""
+def ns_pids(pid: int) -> list[int]:
+    """A process's pid in each pid namespace, the host's first, its own last (``NSpid``).
+
+    Read from ``/proc/<pid>/status`` by hand (psutil does not say); [] if it is gone.
+    """
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
-                if line.startswith("NSpid:"):  # host pid first, innermost last
-                    return int(line.split()[-1])
-    except (OSError, ValueError, IndexError):
+                if line.startswith("NSpid:"):
+                    return [int(x) for x in line.split()[1:]]
+    except (OSError, ValueError):
         pass
-    return None
+    return []
 
 
 def _processes() -> Iterable[tuple[int, str]]:

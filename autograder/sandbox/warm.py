@@ -32,6 +32,7 @@ from pathlib import Path
 
 import psutil
 
+from autograder.sandbox.cleanup import ns_pids
 from autograder.sandbox.launch import Launch, inner_env
 from autograder.sandbox.limits import (
     EVIDENCE_FD_ENV,
@@ -413,23 +414,10 @@ def forkable(kernel_cmd: list[str], python: str) -> str | None:
     """Why this kernel command cannot be forked from ``python``'s warm parent, or None."""
     if len(kernel_cmd) < 3 or kernel_cmd[1:3] != ["-m", "ipykernel_launcher"]:
         return "the kernelspec does not run ipykernel_launcher"
-    if shutil.which(kernel_cmd[0]) is None or os.path.realpath(
-        shutil.which(kernel_cmd[0]) or ""
-    ) != os.path.realpath(python):
+    found = shutil.which(kernel_cmd[0])
+    if found is None or os.path.realpath(found) != os.path.realpath(python):
         return "the kernelspec runs another Python"
     return None
-
-
-def ns_pids(pid: int) -> list[int]:
-    """A process's pid in each pid namespace, outermost first (``NSpid``); [] if gone."""
-    try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("NSpid:"):
-                    return [int(x) for x in line.split()[1:]]
-    except (OSError, ValueError):
-        pass
-    return []
 
 
 def _under_fresh_mount(path: str) -> bool:
