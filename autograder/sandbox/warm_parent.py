@@ -364,14 +364,17 @@ def fork_kernel(request, fds, control, fontlist):
     os.close(report_w)
     for fd in fds:
         os.close(fd)
+    # F writes R's pid and R writes "ok" (or either an error) to the same pipe, in no set
+    # order: R may report before F has written its line.
     lines = _read_lines(report_r, 2, timeout=30.0)
     os.close(report_r)
-    if not lines or lines[0].startswith("error"):
-        raise SetupError(lines[0][6:] if lines else "the kernel's sandbox did not report")
-    r_pid = int(lines[0])
-    if len(lines) < 2 or lines[1] != "ok":
-        raise SetupError(lines[1][6:] if len(lines) > 1 else "the kernel's sandbox did not start")
-    return f_pid, r_pid
+    errors = [line[6:] for line in lines if line.startswith("error")]
+    if errors:
+        raise SetupError(errors[0])
+    pids = [line for line in lines if line.isdigit()]
+    if not pids or "ok" not in lines:
+        raise SetupError(f"the kernel's sandbox did not start: {lines}")
+    return f_pid, int(pids[0])
 
 
 def _read_lines(fd, count, timeout):
