@@ -395,6 +395,21 @@ def test_reference_guard_reads_the_cell_history_and_the_preloaded_flag():
         checks.reference_guard({checks.PRELOADED_KEY: True})
 
 
+def test_reference_guard_parses_each_cell_once_and_sees_a_changed_cell():
+    from specdec_reference.testing import guard
+
+    cells_tag = object()
+    cells = [f"y_{i} = {i} * 2  # a source no other test has: {id(cells_tag)}" for i in range(30)]
+    before = guard._reference_lines.cache_info().misses
+    for end in range(1, len(cells) + 1):  # every hidden test rescans the history so far
+        checks.reference_guard({"_ih": cells[:end]})
+    assert guard._reference_lines.cache_info().misses - before == len(cells)  # one parse each
+    # A learner re-running an edited cell adds a new source: it is parsed and caught.
+    edited = cells + [cells[5] + "\nimport specdec_reference.sampling as s"]
+    with pytest.raises(AssertionError, match="import specdec_reference.sampling as s"):
+        checks.reference_guard({"_ih": edited})
+
+
 def test_reference_guard_inspects_the_named_functions():
     ns = _notebook(USES_REFERENCE["module alias"])
     ns["_ih"] = []

@@ -130,29 +130,42 @@ def assert_no_reference(fn: Any, *, name: str | None = None) -> None:
 
 def _learner_cells_using_reference(history: Sequence[Any]) -> list[str]:
     """Return the lines of executed learner cells that import or name the reference."""
-    found = []
-    for source in history:
-        if not isinstance(source, str) or any(m in source for m in _TEST_CELL_MARKERS):
-            continue
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                hit = any(_mentions_reference(alias.name) for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                hit = node.level == 0 and _mentions_reference(node.module or "")
-            elif isinstance(node, ast.Name):
-                hit = _mentions_reference(node.id)
-            elif isinstance(node, ast.Constant):
-                hit = isinstance(node.value, str) and _mentions_reference(node.value)
-            else:
-                hit = False
-            if hit:
-                line = source.splitlines()[node.lineno - 1].strip()
-                found.append(line)
+    found = [
+        line
+        for source in history
+        if isinstance(source, str) and not any(m in source for m in _TEST_CELL_MARKERS)
+        for line in _reference_lines(source)
+    ]
     return list(dict.fromkeys(found))
+
+
+@functools.lru_cache(maxsize=4096)
+def _reference_lines(source: str) -> tuple[str, ...]:
+    """The lines of one cell's ``source`` that import or name the reference.
+
+    Memoized: every hidden test rescans all the cells executed before it, so without
+    it a notebook's scan grows with the square of its length (a quarter of a second
+    of E7.2's hidden tests).  The answer depends on the text alone.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            hit = any(_mentions_reference(alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            hit = node.level == 0 and _mentions_reference(node.module or "")
+        elif isinstance(node, ast.Name):
+            hit = _mentions_reference(node.id)
+        elif isinstance(node, ast.Constant):
+            hit = isinstance(node.value, str) and _mentions_reference(node.value)
+        else:
+            hit = False
+        if hit:
+            found.append(source.splitlines()[node.lineno - 1].strip())
+    return tuple(found)
 
 
 def reference_guard(namespace: Mapping[str, Any], names: Sequence[str] = ()) -> None:
