@@ -411,13 +411,15 @@ def test_reference_is_readable_only_while_a_test_cell_runs(course):
     cells = [
         "try:\n    import specdec_reference\n    print('imported')\nexcept ImportError:\n"
         "    print('hidden')",
-        "import specdec_reference as _ref\nprint(_ref.accept_prob(0.5, 0.8))",
+        "import specdec_reference as _ref\nprint(_ref.accept_prob(0.5, 0.8))\n"
+        "import os, specdec_reference.testing.guard as _g\n"  # from the bytecode compiled for it
+        "print(all(os.path.isfile(m.__cached__) for m in (_ref, _g)))",
         "import os\nprint(os.access('/opt/specdec/specdec_reference', os.R_OK))",
     ]
     nb, error = run(cells, course, metadata=[{}, test_meta, {}])
     assert error is None, error
     assert stdout(nb.cells[0]).strip() == "hidden"
-    assert stdout(nb.cells[1]).strip() == "0.625"
+    assert stdout(nb.cells[1]).split() == ["0.625", "True"]
     assert stdout(nb.cells[2]).strip() == "False"
 
 

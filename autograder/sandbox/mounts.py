@@ -7,6 +7,7 @@ and the host folder for mount points when the grader is root (:func:`scratch_roo
 
 from __future__ import annotations
 
+import compileall
 import functools
 import importlib.util
 import os
@@ -86,7 +87,12 @@ def _under(path: str, root: str) -> bool:
 
 
 def copy_package(name: str, dest_root: Path) -> Path:
-    """Copy the importable package ``name`` (its files, compiled caches included)."""
+    """Copy the importable package ``name``, with its modules compiled to bytecode.
+
+    The copy is read-only inside the sandbox, where a kernel cannot write the bytecode
+    cache: compiled here once per run (against the copy's sources, whose times
+    ``copytree`` keeps), so that no kernel compiles the package again.
+    """
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(f"cannot find the package {name!r} to put in the sandbox")
@@ -94,6 +100,7 @@ def copy_package(name: str, dest_root: Path) -> Path:
     dest = dest_root / name
     if not dest.exists():
         shutil.copytree(source, dest, ignore=shutil.ignore_patterns("*.so.tmp", ".*"))
+        compileall.compile_dir(str(dest), quiet=2)
     for path in [dest, *dest.rglob("*")]:
         mode = 0o755 if path.is_dir() else 0o644
         os.chmod(path, mode)
