@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -552,3 +553,72 @@ def test_grade_sandboxed_wherever_the_course_lives(place, tmp_path):
     finally:
         if Path.home() in course.parents:
             shutil.rmtree(course.parent, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------
+# The grader's kernel client (autograder.sandbox.kernel_client)
+# ---------------------------------------------------------------------------------------
+
+
+def _started_kernel(course):
+    """A sandboxed kernel manager with its kernel just launched (not yet ready), and a client."""
+    import asyncio
+
+    km = SandboxedKernelManager(
+        kernel_name="python3", job_dir=str(course["job"]), warm=course["warm"]
+    )
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(km.start_kernel(cwd=str(course["nbdir"]), env=dict(os.environ)))
+    kc = km.client()
+    kc.start_channels()
+    return loop, km, kc
+
+
+def _stop(loop, km, kc) -> None:
+    kc.stop_channels()
+    loop.run_until_complete(km.shutdown_kernel(now=True))
+    loop.run_until_complete(km.cleanup_resources())
+    loop.close()
+
+
+def test_client_is_ready_with_iopub_connected_straight_after_launch(course):
+    """Asked at once after the launch, the client waits for the kernel, then hears it on
+    both channels; what the first request prints arrives under that request only."""
+    from autograder.sandbox.kernel_client import SandboxedKernelClient
+
+    loop, km, kc = _started_kernel(course)
+    try:
+        assert isinstance(kc, SandboxedKernelClient)
+        loop.run_until_complete(kc.wait_for_ready(timeout=60))
+        msg_id = kc.execute("print('first output')")
+        texts, state = [], None
+        while state != "idle":
+            msg = loop.run_until_complete(kc.iopub_channel.get_msg(timeout=10))
+            assert msg["parent_header"].get("msg_id") == msg_id, msg  # nothing left over
+            if msg["msg_type"] == "stream":
+                texts.append(msg["content"]["text"])
+            state = msg["content"].get("execution_state", state)
+        assert "".join(texts) == "first output\n"
+        reply = loop.run_until_complete(kc.shell_channel.get_msg(timeout=10))
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["status"] == "ok"
+    finally:
+        _stop(loop, km, kc)
+
+
+def test_client_says_so_when_the_kernel_dies_or_does_not_answer(course):
+    loop, km, kc = _started_kernel(course)
+    try:
+        loop.run_until_complete(kc.wait_for_ready(timeout=60))
+        pid = km._kernel_pid()
+        os.kill(pid, signal.SIGSTOP)  # alive, but answers nothing
+        try:
+            with pytest.raises(RuntimeError, match="didn't respond in 2 seconds"):
+                loop.run_until_complete(kc.wait_for_ready(timeout=2))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        loop.run_until_complete(km.shutdown_kernel(now=True))
+        with pytest.raises(RuntimeError, match="died before replying"):
+            loop.run_until_complete(kc.wait_for_ready(timeout=30))
+    finally:
+        _stop(loop, km, kc)
