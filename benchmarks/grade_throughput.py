@@ -16,7 +16,10 @@ local pool, the cluster's start-up time, and the bytes a worker sends back per s
 With ``--only-cluster`` it skips plain nbgrader and the one-worker run.
 
     .venv/bin/python benchmarks/grade_throughput.py [--n 24] [--workers 2] [--no-sandbox]
-        [--lessons e7_2,e7_3] [--cluster local:2 [--only-cluster]]
+        [--lessons e7_2,e7_3] [--repeats 3] [--cluster local:2 [--only-cluster]]
+
+With ``--repeats R`` each of the three gradings runs R times, interleaved, and the figures
+are medians (each repeat's own ratio is printed too).
 
 This is a benchmark, not a test: it asserts nothing.  Numbers go in the README.
 """
@@ -263,26 +266,42 @@ def kernel_phases(work: Path, lesson: Lesson, repeats: int = 5) -> dict:
 
 
 def bench_lesson(args, work: Path, lesson: Lesson) -> dict:
-    """Every figure for one lesson: plain nbgrader, ours forked and fresh, the limits."""
+    """Every figure for one lesson: plain nbgrader, ours forked and fresh, the limits.
+
+    The three gradings are repeated ``args.repeats`` times, interleaved (forked, fresh,
+    plain, forked, ...), so that a slow minute of the machine falls on all three alike;
+    each figure is the median over the repeats, and ``ratios`` keeps every repeat's own
+    plain / forked ratio.
+    """
     submission = REPO / "tests/files" / lesson.assignment / "submissions/reference.ipynb"
     sandbox = not args.no_sandbox
     n = args.n
     fig: dict = {"assignment": lesson.assignment}
-    parent_cpu = time.process_time()
-    fig["forked"], fig["forked_jobs"] = ours(
-        work, lesson, n, submission, args.workers, sandbox, "forked"
-    )
-    fig["parent_cpu"] = (time.process_time() - parent_cpu) / n
-    fig["fresh"], fig["fresh_jobs"] = ours(
-        work, lesson, n, submission, args.workers, sandbox, "fresh", fork=False
-    )
+    walls: dict[str, list[float]] = {"forked": [], "fresh": [], "plain": []}
+    cpus: dict[str, list[float]] = {"forked": [], "fresh": [], "plain": []}
+    parent_cpus = []
+    for r in range(args.repeats):
+        here = work / f"repeat-{r}"
+        parent_cpu = time.process_time()
+        wall, _ = ours(here, lesson, n, submission, args.workers, sandbox, "forked")
+        parent_cpus.append((time.process_time() - parent_cpu) / n)
+        walls["forked"].append(wall)
+        walls["fresh"].append(
+            ours(here, lesson, n, submission, args.workers, sandbox, "fresh", fork=False)[0]
+        )
+        walls["plain"].append(plain_nbgrader(here, lesson, n, submission))
+        for key in cpus:
+            cpus[key].append(CPU[key] / n)
+    for key in walls:
+        fig[key] = statistics.median(walls[key])
+    fig["cpu"] = {key: statistics.median(values) for key, values in cpus.items()}
+    fig["ratios"] = [p / f for p, f in zip(walls["plain"], walls["forked"], strict=True)]
+    fig["parent_cpu"] = statistics.median(parent_cpus)
     fig["bare"] = bare_nbclient(work, lesson, repeats=3)
-    fig["plain"] = plain_nbgrader(work, lesson, n, submission)
     _, fig["alone_forked"] = ours(work, lesson, 5, submission, 1, sandbox, name="alone-forked")
     _, fig["alone_fresh"] = ours(
         work, lesson, 5, submission, 1, sandbox, name="alone-fresh", fork=False
     )
-    fig["cpu"] = {k: CPU[k] / n for k in ("plain", "forked", "fresh")}
     if sandbox:
         fig["phases"] = kernel_phases(work, lesson)
     return fig
@@ -308,6 +327,9 @@ def report(args, fig: dict) -> None:
             f"{label + ':':46s}{wall:7.2f} s  ({n / wall * 60:6.1f} submissions/min, "
             f"{fig['plain'] / wall:5.2f}x plain, CPU {fig['cpu'][key]:.2f} s/submission)"
         )
+    if len(fig["ratios"]) > 1:
+        each = ", ".join(f"{r:.2f}x" for r in fig["ratios"])
+        print(f"(medians of {len(fig['ratios'])} interleaved repeats; plain / forked: {each})")
     for label, key in (("forked", "alone_forked"), ("fresh", "alone_fresh")):
         alone = statistics.median(fig[key])
         print(
@@ -338,6 +360,9 @@ def main() -> None:
     parser.add_argument("--no-sandbox", action="store_true")
     parser.add_argument(
         "--lessons", default="e7_2,e7_3", help="comma-separated: e7_2, e7_3 (default both)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="grade each way this many times, interleaved"
     )
     parser.add_argument("--cluster", help="also grade on a Dask LocalCluster: local:N")
     parser.add_argument("--only-cluster", action="store_true", help="skip plain nbgrader")

@@ -56,6 +56,9 @@ READY_TIMEOUT = 90.0
 #: Seconds one kernel's sandbox has to be made.
 FORK_TIMEOUT = 30.0
 
+#: The matplotlib backend ipykernel sets in a fresh kernel before anything imports matplotlib.
+INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
+
 #: Warm parents a worker keeps (one per assignment and run; the oldest is stopped).
 MAX_PARENTS = 2
 
@@ -399,14 +402,14 @@ def parent_environment(passed: dict[str, str], reference: bool) -> dict[str, str
     """
     env = {k: v for k, v in passed.items() if k != JOB_MARKER_ENV}
     env[JOB_MARKER_ENV] = f"{os.getpid()}-warm-parent"
-    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    env["MPLBACKEND"] = INLINE_BACKEND
     return inner_env(env, reference)
 
 
 def kernel_environment(passed: dict[str, str], reference: bool) -> dict[str, str]:
     """A forked kernel's environment: what a fresh one gets, with the parent's MPLBACKEND."""
     env = inner_env(passed, reference)
-    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    env.setdefault("MPLBACKEND", INLINE_BACKEND)
     return env
 
 
