@@ -131,7 +131,7 @@ def _normalize(path: Path) -> None:
             cell.execution_count = None
         for key in ("execution", "collapsed", "scrolled"):
             cell.metadata.pop(key, None)
-    write_atomic(path, nbformat.writes(nb))
+    write_atomic(path, nbformat.writes(nb) + "\n")  # ends in a newline, as nbformat.write's
 
 
 def leak_problems(source: Path, release_dir: Path) -> list[str]:
