@@ -89,8 +89,12 @@ class SandboxedKernelManager(AsyncKernelManager):
     """An ``AsyncKernelManager`` whose kernel runs in the bubblewrap sandbox."""
 
     # Its clients are ready when the kernel is, without jupyter_client's final 0.2 s wait.
-    client_class = DottedObjectName("autograder.sandbox.kernel_client.SandboxedKernelClient")
+    # Both traits name it: ``client_factory`` is what ``client()`` calls, ``client_class``
+    # what config and readers see (jupyter_client derives one from the other only on change).
     client_factory = Type(SandboxedKernelClient, klass=AsyncKernelClient)
+    client_class = DottedObjectName(
+        f"{SandboxedKernelClient.__module__}.{SandboxedKernelClient.__qualname__}"
+    )
 
     job_dir = Unicode("", help="The job's scratch directory (runtime files go in .sandbox/).").tag(
         config=True
