@@ -26,8 +26,9 @@ from pathlib import Path
 
 from autograder import sandbox as sandboxing
 from autograder.course import UsageError, find_course, load_config, notebooks
+from autograder.grading import forkserver
 from autograder.grading.job import Job, grade_job
-from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs, start_local_workers
+from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
     GRADEBOOK_WAIT,
@@ -132,7 +133,7 @@ def grade(
     swept = kill_orphans()  # what a grader killed outright (kill -9) may have left running
     on_dask = bool(scheduler or cluster)
     if executor_factory is local_executor and not on_dask:
-        start_local_workers()  # its imports run while this process sets up
+        forkserver.start()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
     # The sandbox must run where the kernels run: here, or on a scheduler's workers (their

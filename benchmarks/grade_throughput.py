@@ -3,7 +3,8 @@
 For each lesson (E7.2 and E7.3 by default), grades the same N submissions (copies of its
 reference solution, N = 24 by default) three ways in one run, each in its own fresh
 course: plain nbgrader, ``specdec-course grade`` (kernels forked from a warm parent) and
-``specdec-course grade --no-fork`` (each kernel started fresh).  It prints each one's
+``specdec-course grade --no-fork`` (each kernel started fresh), each as its command in a new
+process, as an instructor runs it.  It prints each one's
 time, throughput against plain nbgrader and CPU per submission (the whole machine's busy
 CPU during the run over N); the bare-kernel limit (N bare nbclient runs of the autograded
 notebook spread over the CPUs, each paying a kernel start); the per-submission time with
@@ -110,7 +111,15 @@ def ours(
     cluster: str | None = None,
     fork: bool = True,
 ) -> tuple[float, list]:
-    from autograder.grade import grade
+    """Time ``specdec-course grade`` on ``n`` copies of ``submission``: the command itself.
+
+    A new process each time, as an instructor runs it, so each grading pays what every run
+    of the command pays (its imports, the worker pool's forkserver, the warm parents), as
+    plain ``nbgrader autograde`` pays its own.  ``CPU[name]`` is the machine's busy CPU
+    during the run, ``CPU[name + "_parent"]`` the command's own process.  Returns the wall
+    time and each submission's grading time (its result's ``seconds``).
+    """
+    from autograder.grading.record import load_results
     from autograder.grading.template import build_template, sync_gradebook
 
     course = new_course(work / name, lesson)
@@ -121,28 +130,35 @@ def ours(
     subs.mkdir()
     for i in range(n):
         shutil.copy2(submission, subs / f"s{i:03d}.ipynb")
-    start, cpu = time.perf_counter(), busy_cpu_seconds()
-    result = grade(
-        lesson.assignment,
-        submissions=subs,
-        course=course,
-        workers=workers,
-        sandbox=sandbox,
-        fork=fork,
-        cluster=cluster,
-        feedback=True,
-    )
-    elapsed = time.perf_counter() - start
-    CPU[name] = busy_cpu_seconds() - cpu
-    scores = {r.score for r in result.results.values()}
-    assert len(result.results) == n and len(scores) == 1, "every copy must get the same score"
+    command = [str(Path(sys.executable).with_name("specdec-course")), "grade", lesson.assignment]
+    command += ["--submissions", str(subs), "--course", str(course), "--workers", str(workers)]
+    command += [] if sandbox else ["--no-sandbox"]
+    command += [] if fork else ["--no-fork"]
+    command += ["--cluster", cluster] if cluster else []
+    with tempfile.TemporaryFile() as log:
+        start, cpu = time.perf_counter(), busy_cpu_seconds()
+        child = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(child.pid, 0)  # reaped here, for its rusage
+        elapsed = time.perf_counter() - start
+        CPU[name] = busy_cpu_seconds() - cpu
+        child.returncode = os.waitstatus_to_exitcode(status)
+        if child.returncode:
+            log.seek(0)
+            raise SystemExit(f"{' '.join(command)} failed:\n{log.read().decode(errors='replace')}")
+    CPU[name + "_parent"] = usage.ru_utime + usage.ru_stime
+    results = load_results(course / "reports" / lesson.assignment / "results")
+    scores = {r.score for r in results.values()}
+    assert len(results) == n and len(scores) == 1, "every copy must get the same score"
     if cluster:  # what each worker sent back: the result and the executed notebook
         sizes = [
             len(path.read_bytes())
-            for path in [*course.glob("autograded/*/*/*.ipynb"), *result.reports.glob("results/*")]
+            for path in [
+                *course.glob("autograded/*/*/*.ipynb"),
+                *(course / "reports" / lesson.assignment).glob("results/*"),
+            ]
         ]
         CPU["result_bytes"] = sum(sizes) / n
-    return elapsed, [r.seconds for r in result.results.values()]
+    return elapsed, [r.seconds for r in results.values()]
 
 
 def process_cpu(pid: int) -> float:
@@ -279,12 +295,11 @@ def bench_lesson(args, work: Path, lesson: Lesson) -> dict:
     fig: dict = {"assignment": lesson.assignment}
     walls: dict[str, list[float]] = {"forked": [], "fresh": [], "plain": []}
     cpus: dict[str, list[float]] = {"forked": [], "fresh": [], "plain": []}
-    parent_cpus = []
+    parent_cpus: list[float] = []  # the grade command's own process, per submission
     for r in range(args.repeats):
         here = work / f"repeat-{r}"
-        parent_cpu = time.process_time()
         wall, _ = ours(here, lesson, n, submission, args.workers, sandbox, "forked")
-        parent_cpus.append((time.process_time() - parent_cpu) / n)
+        parent_cpus.append(CPU["forked_parent"] / n)
         walls["forked"].append(wall)
         walls["fresh"].append(
             ours(here, lesson, n, submission, args.workers, sandbox, "fresh", fork=False)[0]
@@ -296,6 +311,7 @@ def bench_lesson(args, work: Path, lesson: Lesson) -> dict:
         fig[key] = statistics.median(walls[key])
     fig["cpu"] = {key: statistics.median(values) for key, values in cpus.items()}
     fig["ratios"] = [p / f for p, f in zip(walls["plain"], walls["forked"], strict=True)]
+    fig["walls"] = walls
     fig["parent_cpu"] = statistics.median(parent_cpus)
     fig["bare"] = bare_nbclient(work, lesson, repeats=3)
     _, fig["alone_forked"] = ours(work, lesson, 5, submission, 1, sandbox, name="alone-forked")
@@ -330,6 +346,9 @@ def report(args, fig: dict) -> None:
     if len(fig["ratios"]) > 1:
         each = ", ".join(f"{r:.2f}x" for r in fig["ratios"])
         print(f"(medians of {len(fig['ratios'])} interleaved repeats; plain / forked: {each})")
+        for key in ("plain", "forked", "fresh"):
+            seconds = ", ".join(f"{wall:.2f}" for wall in fig["walls"][key])
+            print(f"  each repeat's {key}: {seconds} s")
     for label, key in (("forked", "alone_forked"), ("fresh", "alone_fresh")):
         alone = statistics.median(fig[key])
         print(
@@ -347,7 +366,8 @@ def report(args, fig: dict) -> None:
         )
         print(f"  the notebook's cells in the kernel:         {phases['cells']:.2f}")
         print(
-            f"  grade's own process (intake, gradebook, feedback, report): {fig['parent_cpu']:.2f}"
+            "  the grade command's own process (imports, intake, feedback, report): "
+            f"{fig['parent_cpu']:.2f}"
         )
         print(f"  the rest: worker (nbgrader's passes, nbclient, scratch course): {rest:.2f}")
         print(f"  total (machine busy CPU / submissions):     {total:.2f}")

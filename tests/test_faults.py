@@ -34,7 +34,7 @@ from autograder.sandbox.launch import Launch
 pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
 CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
-CLI = [sys.executable, "-m", "autograder.cli"]
+CLI = [sys.executable, "-m", "autograder"]  # the command, through its entry point
 
 
 def sandboxed(test):

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
 CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
 WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
-CLI = [sys.executable, "-m", "autograder.cli"]
+CLI = [sys.executable, "-m", "autograder"]  # the command, through its entry point
 #: The engines that the grading tests that matter run on: ``grade`` keyword arguments.
 ENGINES = {"local-pool": {}, "dask-localcluster": {"cluster": "local:2"}}
 

@@ -38,6 +38,7 @@ LAYERS = [
     ["autograder.grade", "autograder.release", "autograder.export", "autograder.cluster"],
     ["autograder.demo"],
     ["autograder.cli"],
+    ["autograder.entry", "autograder.__main__"],
 ]
 
 #: Imports inside a function body, each with the reason it is there (see the comment at it).
@@ -46,6 +47,8 @@ LAZY_IMPORTS = {
     ("autograder.sandbox.mounts", "matplotlib"),
     # distributed (the optional [dask] extra) takes a second to import: --scheduler/--cluster only
     ("autograder.grade", "autograder.grading.cluster_pool"),
+    # the command's imports come after it has started grade's forkserver, to run side by side
+    ("autograder.entry", "autograder.cli"),
 }
 
 

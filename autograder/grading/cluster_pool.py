@@ -34,9 +34,9 @@ from distributed.scheduler import KilledWorker
 from distributed.security import Security
 
 from autograder.course import UsageError
-from autograder.grading import cluster_worker
+from autograder.grading import cluster_worker, forkserver
 from autograder.grading.cluster_worker import run_job
-from autograder.grading.pool import ClusterExecutor, start_local_workers
+from autograder.grading.pool import ClusterExecutor
 
 #: Scheduler settings that grading relies on: a job is retried once on another worker
 #: (a worker killed from outside costs nothing) and blamed when it kills a second one;
@@ -111,7 +111,7 @@ class DaskEngine:
                 sec = tls_security(security, local=True) if security else None
                 # The workers fork from the local pool's forkserver, which has imported
                 # nbgrader and this module once, instead of each importing them anew.
-                start_local_workers(["autograder.grading.cluster_worker"])
+                forkserver.start(["autograder.grading.cluster_worker"])
                 forked = {"distributed.worker.multiprocessing-method": "forkserver"}
                 with dask.config.set({**SCHEDULER_CONFIG, **forked}):
                     local = stack.enter_context(

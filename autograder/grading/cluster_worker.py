@@ -44,7 +44,7 @@ from pathlib import Path
 from distributed import Reschedule, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from autograder.grading.pool import WARM_IMPORTS
+from autograder.grading.forkserver import WARM_IMPORTS
 from autograder.sandbox import sandbox_problem
 
 logger = logging.getLogger("autograder.cluster")

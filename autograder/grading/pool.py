@@ -16,17 +16,15 @@ without touching the others; the same results come out either way.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import forkserver
-from multiprocessing.context import ForkServerContext
 
+from autograder.grading import forkserver
 from autograder.grading.job import Job, grade_job
 from autograder.grading.results import Status, SubmissionResult
 
@@ -68,17 +66,6 @@ def _warm_up() -> None:
     warnings.filterwarnings("ignore")
 
 
-#: What every worker imports before its first job (local: the forkserver; Dask: the preload).
-WARM_IMPORTS = (
-    "autograder.grading.job",
-    "nbgrader.apps",
-    "nbgrader.converters",
-    "nbgrader.api",
-    "nbclient",
-    "jupyter_client",
-)
-
-
 def local_executor(workers: int) -> Executor:
     """The default executor: ``workers`` local processes with nbgrader already imported.
 
@@ -87,24 +74,8 @@ def local_executor(workers: int) -> Executor:
     nbgrader's multi-second import in every worker of every run.
     """
     return ProcessPoolExecutor(
-        max_workers=workers, mp_context=_forkserver_context(), initializer=_warm_up
+        max_workers=workers, mp_context=forkserver.context(), initializer=_warm_up
     )
-
-
-def start_local_workers(extra_imports: Sequence[str] = ()) -> None:
-    """Start the local pool's forkserver now, so that its imports overlap other set-up.
-
-    ``extra_imports`` are imported too (a ``LocalCluster``'s workers fork from it as well).
-    Only the first call in a process decides what the forkserver imports.
-    """
-    _forkserver_context(extra_imports)
-    forkserver.ensure_running()
-
-
-def _forkserver_context(extra_imports: Sequence[str] = ()) -> ForkServerContext:
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([*WARM_IMPORTS, *extra_imports])
-    return context
 
 
 def run_jobs(

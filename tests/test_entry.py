@@ -1,0 +1,62 @@
+"""The command's entry point: the forkserver starts first, and the entry stays light."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from autograder.entry import uses_local_pool
+
+
+@pytest.mark.parametrize(
+    ("argv", "local"),
+    [
+        (["grade", "e7_2_acceptance_tests"], True),
+        (["grade", "e7_2_acceptance_tests", "--submissions", "dl.zip", "--workers", "4"], True),
+        (["release", "--all"], True),
+        (["demo"], True),
+        (["grade", "e7_2_acceptance_tests", "--cluster", "local:2"], False),
+        (["grade", "e7_2_acceptance_tests", "--cluster=local:2"], False),
+        (["grade", "e7_2_acceptance_tests", "--scheduler", "tcp://127.0.0.1:8786"], False),
+        (["grade", "--help"], False),
+        (["export", "e7_2_acceptance_tests", "--to", "canvas"], False),
+        (["report", "e7_2_acceptance_tests"], False),
+        ([], False),
+        # an option's value is not taken for a verb
+        (["export", "grade", "--to", "csv"], False),
+    ],
+)
+def test_the_forkserver_starts_early_only_for_local_grading(argv, local):
+    assert uses_local_pool(argv) is local
+
+
+def test_the_entry_imports_nothing_heavy():
+    """Every grading worker imports the command's ``__main__``: it must stay light.
+
+    With ``autograder.cli`` as the console script's module, each worker imported the whole
+    command (matplotlib for the report, the demo, the LMS exports) before its first job.
+    """
+    probe = (
+        "import sys, runpy\n"
+        "runpy.run_module('autograder.__main__', run_name='__mp_main__')\n"
+        "import autograder.entry\n"
+        "heavy = ('autograder.cli', 'autograder.grade', 'nbgrader', 'matplotlib', 'numpy')\n"
+        "print(sorted(name for name in heavy if name in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_command_runs_through_the_entry(tmp_path):
+    """``python -m autograder`` is the command: the instructor's errors come back as before."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", "no_such", "--course", str(tmp_path)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: "), done.stderr
