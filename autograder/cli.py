@@ -14,7 +14,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 from autograder.course import UsageError, find_course
-from autograder.demo import demo
 from autograder.export import FORMATS, export
 from autograder.feedback import feedback
 from autograder.grade import grade
@@ -23,7 +22,6 @@ from autograder.intake.detect import LAYOUTS
 from autograder.lab import lab
 from autograder.release import ReleaseError, release
 from autograder.render.terminal import ProgressPrinter, print_summary
-from autograder.report import report
 
 
 def _default(fn, name):
@@ -247,11 +245,15 @@ def _feedback(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from autograder.report import report  # matplotlib: only the report draws charts
+
     print(report(args.assignment, course=find_course(args.course)))
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from autograder.demo import demo  # the report's matplotlib, and the reference's numpy
+
     return demo(repo=args.course, workers=args.workers)
 
 

@@ -21,6 +21,8 @@ from autograder.entry import uses_local_pool
         (["grade", "e7_2_acceptance_tests", "--cluster=local:2"], False),
         (["grade", "e7_2_acceptance_tests", "--scheduler", "tcp://127.0.0.1:8786"], False),
         (["grade", "--help"], False),
+        (["grade", "-h"], False),
+        (["grade", "e7_2_acceptance_tests", "--clus", "local:2"], False),  # argparse's prefix
         (["export", "e7_2_acceptance_tests", "--to", "canvas"], False),
         (["report", "e7_2_acceptance_tests"], False),
         ([], False),

@@ -368,6 +368,27 @@ def test_run_jobs_yields_every_job_once_when_workers_crash():
     assert sorted(seen) == sorted(j.student for j in jobs)
 
 
+def test_a_local_worker_has_what_it_inherited_frozen_out_of_the_collector():
+    """nbgrader and the rest, imported by the forkserver, live as long as the worker: its
+    garbage collector skips them (``gc.freeze``), and walks only what the jobs make."""
+    jobs = [Job("a", "s0", "nb", b"", Path("/nonexistent"), Path("/tmp"))]
+    [(_, state)] = list(run_jobs(jobs, workers=1, hard_timeout=60, fn=_collector_state))
+    assert state["nbgrader_imported"]
+    # frozen: what the worker inherited; tracked: what it made since (this test module's
+    # imports included, pytest among them); without the freeze, nothing is frozen
+    assert state["frozen"] > state["tracked"] > 0, state
+
+
+def _collector_state(job):
+    import gc
+
+    return {
+        "frozen": gc.get_freeze_count(),
+        "tracked": len(gc.get_objects()),
+        "nbgrader_imported": "nbgrader.api" in sys.modules,
+    }
+
+
 def _crash_or_echo(job):
     if job.student == "mallory":
         os._exit(3)

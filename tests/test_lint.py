@@ -49,6 +49,10 @@ LAZY_IMPORTS = {
     ("autograder.grade", "autograder.grading.cluster_pool"),
     # the command's imports come after it has started grade's forkserver, to run side by side
     ("autograder.entry", "autograder.cli"),
+    # matplotlib (the report's charts) and numpy (the demo's reference figures): the grade
+    # verb, and every other but these two, do without them
+    ("autograder.cli", "autograder.report"),
+    ("autograder.cli", "autograder.demo"),
 }
 
 
