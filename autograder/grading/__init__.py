@@ -3,6 +3,7 @@
 * :mod:`~autograder.grading.template`: the scratch course every job copies;
 * :mod:`~autograder.grading.job`: one submission, graded in a worker (nbgrader's
   ``Autograde`` with the grader's preprocessors and the sandbox);
+* :mod:`~autograder.grading.scratch_db`: a job's scratch gradebook (no disk syncs);
 * :mod:`~autograder.grading.spare`: the kernel a worker starts ahead for its next job;
 * :mod:`~autograder.grading.processes`: a job's processes, their marker and memory;
 * :mod:`~autograder.grading.scoring`: an executed notebook to cell scores and a status;

@@ -35,6 +35,7 @@ from autograder.grading.processes import (
 )
 from autograder.grading.results import NOT_RUN_PREFIX, CellResult, Status, Stop, SubmissionResult
 from autograder.grading.scoring import failed_to_grade, score_cells, status_of
+from autograder.grading.scratch_db import scratch_url
 from autograder.grading.spare import SpareKernels
 from autograder.grading.template import template_test_cells
 from autograder.preprocessors import CheckCellMetadata, CollectProbes, GuardedExecute, InsertProbes
@@ -183,7 +184,7 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
     """The nbgrader config and autograde preprocessors for ``job`` in ``job_dir``."""
     course = job_dir / "course"
     config = load_config(course)
-    config.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    config.CourseDirectory.db_url = scratch_url(course / "gradebook.db")
     config.Execute.timeout = int(job.cell_timeout) or 1
     config.GuardedExecute.timeout = int(job.cell_timeout) or 1
     config.GuardedExecute.notebook_timeout = float(job.notebook_timeout)
