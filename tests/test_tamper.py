@@ -224,12 +224,29 @@ def graded_nb(learner: str) -> nbformat.NotebookNode:
     return nb
 
 
+def cells_nb(*cells: tuple[str, str, bool]) -> nbformat.NotebookNode:
+    """A graded notebook of ``(grade_id, source, is_test)`` cells (tests worth 1 point)."""
+    nb = nbformat.v4.new_notebook()
+    for gid, src, test in cells:
+        meta = {"grade": test, "solution": not test, "grade_id": gid}
+        if test:
+            meta.update(locked=True, points=1)
+        nb.cells.append(nbformat.v4.new_code_cell(src, metadata={"nbgrader": meta}))
+    return nb
+
+
 def monitored_run(
-    learner: str, tmp_path: Path, *, sandboxed: bool, warm: sandbox.WarmParents | None = None
+    learner: str,
+    tmp_path: Path,
+    *,
+    sandboxed: bool,
+    warm: sandbox.WarmParents | None = None,
+    nb: nbformat.NotebookNode | None = None,
 ) -> tuple[dict, list[str]]:
     """Run a 3-cell graded notebook between the integrity preprocessors; (errors, flags).
 
     Sandboxed with ``warm``, the kernel is forked from a warm parent (and must be).
+    ``nb`` replaces the 3-cell notebook (``learner`` is then unused).
     """
     job = tmp_path / "job"
     nbdir = job / "nb"
@@ -243,7 +260,8 @@ def monitored_run(
             "on_cell_execute": config.Execute.on_cell_execute,
         }
     resources = {"metadata": {"path": str(nbdir)}}
-    nb, resources = InsertProbes(config=config).preprocess(graded_nb(learner), resources)
+    nb = graded_nb(learner) if nb is None else nb
+    nb, resources = InsertProbes(config=config).preprocess(nb, resources)
     client = NotebookClient(
         nb,
         config=config,
@@ -336,6 +354,40 @@ def test_monitor_flags_tampering_in_the_sandbox(name, learner, flags, tmp_path, 
     assert set(flags) <= set(found), found
     if not flags:
         assert found == [] and errors == {"accept_prob": [], "test_a": [], "test_b": []}
+
+
+HELPER_TEST = (
+    '"""Check accept_prob, with a helper later test cells use."""\n'
+    "def close(a, b):\n    return abs(float(a) - float(b)) <= 1e-9\n"
+    "assert close(accept_prob(0.5, 0.8), 0.625)\n"
+)
+LATER_TEST = '"""Check accept_prob caps at 1."""\nassert close(accept_prob(0.2, 0.1), 1.0)\n'
+
+
+@pytest.mark.kernel
+@pytest.mark.sandbox
+@pytest.mark.parametrize(
+    ("later", "flags"),
+    [
+        ("close = lambda a, b: True", ["tamper:redefined-test-helper"]),
+        ("def close(a, b):\n    return True", ["tamper:redefined-test-helper"]),
+        ("closer = lambda a, b: True\nresult = close(1, 1)", []),
+    ],
+    ids=["lambda", "def", "untouched"],
+)
+def test_monitor_flags_a_learner_cell_that_rebinds_a_test_helper(later, flags, tmp_path, warm):
+    """A test cell's function, read by a later test cell, rebound by learner code between."""
+    nb = cells_nb(
+        ("accept_prob", RIGHT, False),
+        ("test_a", HELPER_TEST, True),
+        ("later", later, False),
+        ("test_b", LATER_TEST, True),
+    )
+    errors, found = monitored_run("", tmp_path, sandboxed=True, warm=warm, nb=nb)
+    assert found == flags
+    # tampering forfeits every test cell's score; otherwise both pass
+    expected = ["IntegrityError"] if flags else []
+    assert errors["test_a"] == errors["test_b"] == expected, errors
 
 
 @pytest.mark.kernel

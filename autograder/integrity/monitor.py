@@ -32,6 +32,10 @@ import sys
 import types
 
 _MISSING = object()
+#: Entries of the watched modules that IPython itself rebinds (its output history), and
+#: builtins it replaces while a cell runs.
+_UNWATCHED = frozenset({"__builtins__", "_", "__", "___"})
+_UNWATCHED_BUILTINS = frozenset({"input", "raw_input", "get_ipython", "exit", "quit"})
 _WATCHED_MODULES = ("builtins", "math", "operator", "numpy", "numpy.testing", "numpy.linalg")
 _SHELL_ATTRS = (
     "run_cell",
@@ -73,6 +77,9 @@ class _Monitor:
         self.kernel = getattr(self.shell, "kernel", None)
         self.nonce = config["nonce"]
         self.reference = tuple(config.get("reference", ()))
+        # For the fast test of a plain ``str`` name (see _is_reference_name).
+        self._reference_names = frozenset(self.reference)
+        self._reference_prefixes = tuple(r + "." for r in self.reference)
         self.reference_dirs = tuple(
             d.rstrip("/") + "/" for d in config.get("reference_dirs", ()) if d
         )
@@ -208,7 +215,9 @@ class _Monitor:
                 self.emit({"kind": "test-start", "test": test[0]})
                 self.check_all(reads=test[2])
                 self.restore_reference()
-                self.before_test = {k: id(v) for k, v in self.shell.user_ns.items()}
+                # The objects themselves, not their ids: an id can be reused once its object
+                # is freed, and every ``id()`` call is an audit event the hook must answer.
+                self.before_test = {k: v for k, v in self.shell.user_ns.items()}
             elif digest in self.grader_sources:
                 self.current = ("grader", None)
                 self.grader_files.add(name)
@@ -236,12 +245,12 @@ class _Monitor:
                 # test cells may rely on them, so learner cells must not rebind them.
                 before = getattr(self, "before_test", {})
                 for key, value in self.shell.user_ns.items():
-                    if before.get(key) != id(value) and isinstance(
+                    if before.get(key, _MISSING) is not value and isinstance(
                         value, (types.FunctionType, types.ModuleType, type)
                     ):
                         self.test_bindings[key] = value
-                for name, module in list(sys.modules.items()):
-                    if self._is_reference_name(name) and name not in self.reference_snapshot:
+                for name, module in self._reference_modules():
+                    if name not in self.reference_snapshot:
                         self.reference_snapshot[name] = (module, dict(vars(module)))
             self.current = None
         except Exception as exc:
@@ -291,12 +300,12 @@ class _Monitor:
                 continue
             now = vars(module)
             for key, value in before.items():
-                if key in ("__builtins__", "_", "__", "___") or (
-                    name == "builtins"
-                    and key in ("input", "raw_input", "get_ipython", "exit", "quit")
-                ):
+                current = now.get(key, _MISSING)
+                if current is value:  # nearly every entry: the rest of the test is skipped
                     continue
-                if not _same(now.get(key, _MISSING), value):
+                if key in _UNWATCHED or (name == "builtins" and key in _UNWATCHED_BUILTINS):
+                    continue
+                if not _same(current, value):
                     self.flag(_patch_flag(name), f"{name}.{key} replaced")
         for name, (module, before) in self.reference_snapshot.items():
             if sys.modules.get(name) is not module:
@@ -304,13 +313,13 @@ class _Monitor:
                 continue
             now = vars(module)
             for key, value in before.items():
-                if not _same(now.get(key, _MISSING), value):
+                current = now.get(key, _MISSING)
+                if current is not value and not _same(current, value):
                     self.flag("tamper:patched-reference", f"{name}.{key} replaced")
-        for name, module in list(sys.modules.items()):
-            if self._is_reference_name(name):
-                path = getattr(module, "__file__", None) or ""
-                if not path or not self._in_reference(path):
-                    self.flag("tamper:fake-reference", f"{name} loaded from {path or '?'}")
+        for name, module in self._reference_modules():
+            path = getattr(module, "__file__", None) or ""
+            if not path or not self._in_reference(path):
+                self.flag("tamper:fake-reference", f"{name} loaded from {path or '?'}")
         user_ns = shell.user_ns
         for name in reads:
             value = user_ns.get(name, _MISSING)
@@ -327,11 +336,10 @@ class _Monitor:
 
     def restore_reference(self):
         """Before a test cell: drop reference modules not loaded from the genuine package."""
-        for name, module in list(sys.modules.items()):
-            if self._is_reference_name(name):
-                path = getattr(module, "__file__", None) or ""
-                if not path or not self._in_reference(path):
-                    del sys.modules[name]
+        for name, module in self._reference_modules():
+            path = getattr(module, "__file__", None) or ""
+            if not path or not self._in_reference(path):
+                del sys.modules[name]
         for entry in sys.path:
             folder = entry or os.getcwd()
             if folder.startswith(self.trusted_dirs) or folder == self.reference_path:
@@ -387,9 +395,28 @@ class _Monitor:
             self.emit({"kind": "monitor-error", "detail": repr(exc)[:300]})
 
     def _is_reference_name(self, name):
+        if type(name) is str:  # the same test, at C speed
+            return name in self._reference_names or name.startswith(self._reference_prefixes)
         return isinstance(name, str) and any(
             name == r or name.startswith(r + ".") for r in self.reference
         )
+
+    def _reference_modules(self):
+        """The ``(name, module)`` entries of ``sys.modules`` that name the reference package.
+
+        Scanned three times per test cell over a thousand modules, so the test of a plain
+        ``str`` name is inlined here.
+        """
+        names, prefixes, slow = (
+            self._reference_names,
+            self._reference_prefixes,
+            self._is_reference_name,
+        )
+        return [
+            (name, module)
+            for name, module in list(sys.modules.items())
+            if (name in names or name.startswith(prefixes) if type(name) is str else slow(name))
+        ]
 
     def _in_reference(self, path, resolve=False):
         if not self.reference_dirs:
