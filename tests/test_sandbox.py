@@ -9,6 +9,7 @@ directory and must see none of the rest.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import psutil
 import pytest
 from conftest import FILES, fill, new_course, released_notebook, write_nb
 from nbclient import NotebookClient
@@ -458,6 +460,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import psutil
 from nbclient import NotebookClient
 from traitlets.config import Config
 
@@ -620,5 +623,42 @@ def test_client_says_so_when_the_kernel_dies_or_does_not_answer(course):
         loop.run_until_complete(km.shutdown_kernel(now=True))
         with pytest.raises(RuntimeError, match="died before replying"):
             loop.run_until_complete(kc.wait_for_ready(timeout=30))
+    finally:
+        _stop(loop, km, kc)
+
+
+def _run_cell(loop, kc, code: str) -> None:
+    msg_id = kc.execute(code)
+    while True:
+        reply = loop.run_until_complete(kc.shell_channel.get_msg(timeout=10))
+        if reply["parent_header"].get("msg_id") == msg_id:
+            assert reply["content"]["status"] == "ok", reply["content"]
+            return
+
+
+def test_a_kernel_killed_at_once_is_not_interrupted_first(course, caplog):
+    """``shutdown_kernel(now=True)`` kills without jupyter_client's SIGINT before the kill.
+
+    A kernel that ignores SIGINT shows it: interrupting one logs that it is killed instead.
+    """
+    caplog.set_level(logging.WARNING)
+    ignore = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)"
+    loop, km, kc = _started_kernel(course)  # the observation works: an interrupt is logged
+    try:
+        loop.run_until_complete(kc.wait_for_ready(timeout=60))
+        _run_cell(loop, kc, ignore)
+        loop.run_until_complete(km.interrupt_kernel())
+        assert "the kernel ignores SIGINT: killing it" in caplog.text
+    finally:
+        _stop(loop, km, kc)
+    caplog.clear()
+    loop, km, kc = _started_kernel(course)
+    try:
+        loop.run_until_complete(kc.wait_for_ready(timeout=60))
+        _run_cell(loop, kc, ignore)
+        pid = km._kernel_pid()
+        loop.run_until_complete(km.shutdown_kernel(now=True))
+        assert "ignores SIGINT" not in caplog.text  # killed, never interrupted
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == "zombie"
     finally:
         _stop(loop, km, kc)

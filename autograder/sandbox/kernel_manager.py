@@ -132,6 +132,7 @@ class SandboxedKernelManager(AsyncKernelManager):
         self._evidence_thread: threading.Thread | None = None
         self._parent: WarmParent | None = None  #: the warm parent this kernel came from
         self._forked_log: BinaryIO | None = None
+        self._killing = False  #: inside ``shutdown_kernel(now=True)``
         #: How the kernel started: ``forked``, or ``fresh`` and why (``fresh: <reason>``).
         self.kernel_start = ""
 
@@ -287,7 +288,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         """SIGINT the kernel inside the sandbox; kill it if it ignores SIGINT.
 
         The base class would signal bwrap's process group, which kills the sandbox.
+        Not while ``shutdown_kernel(now=True)`` runs: jupyter_client interrupts a kernel
+        before it kills it, and the kernel would spend its last moment on a
+        ``KeyboardInterrupt``.
         """
+        if self._killing:
+            return
         pid = self._kernel_pid()
         if pid is None:
             return
@@ -299,6 +305,13 @@ class SandboxedKernelManager(AsyncKernelManager):
             os.kill(pid, signal.SIGINT)
         except OSError:
             pass
+
+    async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        self._killing = now
+        try:
+            await super()._async_shutdown_kernel(now=now, restart=restart)
+        finally:
+            self._killing = False
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -315,6 +328,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 
     # AsyncKernelManager binds its public names to the base class's coroutines.
     interrupt_kernel = _async_interrupt_kernel
+    shutdown_kernel = _async_shutdown_kernel
     cleanup_resources = _async_cleanup_resources
 
     # -- information for the integrity checks -----------------------------------------------
