@@ -13,6 +13,7 @@ the forkserver module, so that a worker no longer imports the whole command.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -56,4 +57,11 @@ def main() -> int:
         forkserver.start()
     from autograder.cli import main as cli_main  # the heavy imports, after the start
 
-    return cli_main(argv)
+    try:
+        return cli_main(argv)
+    finally:
+        # Everything the command made is freed when the process exits; unfrozen, it is
+        # first walked by the collector's last pass at shutdown: 0.77-0.97 s from the end
+        # of a grading to the exit, against 0.31-0.36 s frozen (4 E7.3 submissions, three
+        # runs each way).
+        gc.freeze()

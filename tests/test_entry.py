@@ -62,3 +62,22 @@ def test_the_command_runs_through_the_entry(tmp_path):
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: "), done.stderr
+
+
+def test_the_command_leaves_what_it_made_to_the_exit_not_the_collector():
+    """After the command, its objects are frozen out of the garbage collector, whose last
+    pass at shutdown would otherwise walk all of them (the figures: ``entry.main``)."""
+    probe = (
+        "import gc, sys\n"
+        "from autograder import entry\n"
+        "sys.argv = ['specdec-course', '--help']\n"
+        "try:\n"
+        "    entry.main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(gc.get_freeze_count() > len(gc.get_objects()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip().splitlines()[-1] == "True"
