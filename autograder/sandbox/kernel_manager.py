@@ -307,6 +307,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             pass
 
     async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        """Shut the kernel down; with ``now``, kill it without the interrupt before."""
         self._killing = now
         try:
             await super()._async_shutdown_kernel(now=now, restart=restart)
