@@ -47,10 +47,7 @@ def test_the_entry_imports_nothing_heavy():
         "heavy = ('autograder.cli', 'autograder.grade', 'nbgrader', 'matplotlib', 'numpy')\n"
         "print(sorted(name for name in heavy if name in sys.modules))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "[]"
+    assert _output(probe) == "[]"
 
 
 def test_the_command_runs_through_the_entry(tmp_path):
@@ -77,7 +74,10 @@ def test_the_command_leaves_what_it_made_to_the_exit_not_the_collector():
         "    pass\n"
         "print(gc.get_freeze_count() > len(gc.get_objects()))\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip().splitlines()[-1] == "True"
+    assert _output(probe).splitlines()[-1] == "True"  # after the help text
+
+
+def _output(probe: str) -> str:
+    """What ``probe`` prints, run in a new Python (stripped)."""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
