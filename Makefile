@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lab lint release bench clean
+.PHONY: demo test test-fast lab lint release bench clean
 
 # (Re)create the virtual environment when it is missing or older than pyproject.toml.
 $(STAMP): pyproject.toml
@@ -19,8 +19,14 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/specdec-course demo
 
+# The whole suite; the 25 slowest tests are listed at the end, so drift shows in every run.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=25
+
+# The edit loop: everything that needs no kernel, browser, Dask cluster or database server.
+FAST := not kernel and not browser and not cluster and not postgres
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "$(FAST)"
 
 lab: $(STAMP)
 	$(BIN)/specdec-course lab

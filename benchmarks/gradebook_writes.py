@@ -85,7 +85,7 @@ def main() -> None:
         rows = [("sqlite", *measure(work, "sqlite", args.n, None))]
         if args.postgres:
             sys.path.insert(0, str(REPO / "tests"))
-            from postgres_support import start_postgres
+            from support.postgres_server import start_postgres
 
             server = start_postgres()
             try:

@@ -1,21 +1,36 @@
-"""Shared fixtures: throwaway courses built from the repository's real configuration."""
+"""pytest's hooks for this suite (no skips, markers), and the fixtures shared by its files.
+
+The helpers these are built from live in ``tests/support/``; test files import them from
+there, never from this file.
+"""
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 from pathlib import Path
 
 import nbformat
 import pytest
+from support.course import (
+    CORRECT,
+    FILES,
+    MINI_SOURCE,
+    REPO,
+    fill,
+    new_course,
+    released_notebook,
+    sandbox_available,
+)
 
-REPO = Path(__file__).resolve().parents[1]
-FILES = Path(__file__).resolve().parent / "files"
+from autograder.course import assignments
+from autograder.grading.results import SubmissionResult
+
+#: Every lesson in ``source/``.
+LESSONS = assignments(REPO)
+
+#: The markers, and the tripwires that fail a test which starts what it is not marked for.
+pytest_plugins = ["support.markers"]
 
 #: The one way to let tests skip: set to 1 on a machine that cannot run unprivileged user
 #: namespaces, and the tests marked ``sandbox`` may skip there (the summary says how
@@ -59,88 +74,38 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(f"  {report.nodeid}: {reason}", red=True)
 
 
-def sandbox_available() -> bool:
-    """True when the bubblewrap sandbox can run here (always, after `make test`'s setup)."""
-    try:
-        from autograder.sandbox import sandbox_problem
-    except ImportError:
-        return False
-    return sandbox_problem() is None
+@pytest.fixture(scope="session")
+def pristine_mini_course(tmp_path_factory) -> Path:
+    """The `mini` course released, its template built and its gradebook synced, once.
 
+    Never graded nor written by a test: :func:`mini_course` hands out copies of it.
+    """
+    from autograder.grading.template import build_template, sync_gradebook
 
-def new_course(root: Path, assignments: dict[str, Path]) -> Path:
-    """A course at ``root`` with the repo's nbgrader_config.py and the given source folders."""
-    root.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
-    for name, folder in assignments.items():
-        shutil.copytree(folder, root / "source" / name)
-    return root
+    course = new_course(tmp_path_factory.mktemp("pristine") / "course", {"mini": MINI_SOURCE})
+    released_notebook(course, "mini", "mini")
+    _, template_hash = build_template(course, "mini")
+    sync_gradebook(course, "mini", template_hash)
+    return course
 
 
 @pytest.fixture
-def mini_course(tmp_path) -> Path:
-    """A course holding the tiny `mini` assignment (no numpy: fast kernels)."""
-    return new_course(tmp_path / "course", {"mini": FILES / "mini_course" / "source" / "mini"})
+def mini_course(pristine_mini_course, tmp_path) -> Path:
+    """A course of this test's own holding the tiny `mini` assignment (no numpy: fast
+    kernels), released and ready to grade: a copy of :func:`pristine_mini_course`."""
+    return Path(shutil.copytree(pristine_mini_course, tmp_path / "course", symlinks=True))
 
 
-def released_notebook(course: Path, assignment: str, notebook: str) -> nbformat.NotebookNode:
-    """Generate the release of ``assignment`` in ``course`` (no self-check) and read it."""
-    from autograder.release import release
-
-    release(assignment, course=course, check=False)
-    return nbformat.read(course / "release" / assignment / f"{notebook}.ipynb", as_version=4)
+@pytest.fixture
+def unreleased_mini_course(tmp_path) -> Path:
+    """A course holding only the `mini` source: nothing released, built or synced yet."""
+    return new_course(tmp_path / "course", {"mini": MINI_SOURCE})
 
 
-def fill(nb: nbformat.NotebookNode, **sources: str) -> nbformat.NotebookNode:
-    """A copy of ``nb`` with the cells whose grade_id is a keyword replaced by its source."""
-    out = copy.deepcopy(nb)
-    for cell in out.cells:
-        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-        if gid in sources:
-            cell.source = sources[gid]
-    return out
-
-
-def write_nb(path: Path, nb) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(nb, (str, bytes)):
-        path.write_bytes(nb if isinstance(nb, bytes) else nb.encode())
-    else:
-        nbformat.write(nb, path)
-    return path
-
-
-def load_json(path: Path):
-    return json.loads(Path(path).read_text())
-
-
-def free_port() -> int:
-    """A TCP port that is free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def end_session(process: subprocess.Popen, grace: float = 20.0) -> None:
-    """Stop a process started with ``start_new_session``: SIGTERM, then kill its session.
-
-    What it started (kernels, worker processes) is in the same session and goes with it.
-    """
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
-
-
-#: Right answers for the ``mini`` assignment's two solution cells.
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
+@pytest.fixture(scope="session")
+def mini_release(pristine_mini_course) -> nbformat.NotebookNode:
+    """The learner's `mini` notebook, as released (fill a copy: :func:`support.course.fill`)."""
+    return released_notebook(pristine_mini_course, "mini", "mini")
 
 
 @pytest.fixture
@@ -155,14 +120,14 @@ def spares():
 
 
 @pytest.fixture
-def jobs(mini_course, tmp_path):
+def jobs(mini_course, mini_release, tmp_path):
     """A factory of sandboxed jobs for the mini course: ``jobs(student, **cell_sources)``."""
     from autograder import sandbox
     from autograder.grading.job import Job
     from autograder.grading.template import build_template
 
-    template, _ = build_template(mini_course, "mini")
-    release = released_notebook(mini_course, "mini", "mini")
+    template, _ = build_template(mini_course, "mini")  # the copy's, built already
+    release = mini_release
     scratch = tmp_path / "scratch"
     scratch.mkdir()
 
@@ -181,3 +146,61 @@ def jobs(mini_course, tmp_path):
         )
 
     return make
+
+
+# ---------------------------------------------------------------------------------------
+# Every lesson, released and its samples graded once for the whole run
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def lesson_course(tmp_path_factory) -> Path:
+    """A copy of the real course (config + every lesson's source) in a temp folder."""
+    root = tmp_path_factory.mktemp("lessons") / "course"
+    return new_course(root, {a: REPO / "source" / a for a in LESSONS})
+
+
+@pytest.fixture(scope="session")
+def releases(lesson_course) -> dict:
+    """Release every lesson with the self-check (source autograded, blank release autograded)."""
+    from autograder.release import release
+
+    sandbox = sandbox_available()
+    return {r.assignment: r for r in release(course=lesson_course, all=True, sandbox=sandbox)}
+
+
+@pytest.fixture(scope="session")
+def graded_lessons(lesson_course, releases) -> dict[str, dict[str, SubmissionResult]]:
+    """Every lesson's sample submissions graded once, forked, with feedback pages:
+    ``{assignment: {student: result}}``.  Tests read it; none grades it again."""
+    from autograder.grade import grade
+
+    return {
+        a: grade(
+            a,
+            submissions=FILES / a / "submissions",
+            course=lesson_course,
+            workers=2,
+            sandbox=sandbox_available(),
+        ).results
+        for a in LESSONS
+    }
+
+
+@pytest.fixture(scope="session")
+def graded_e7_2_fresh(tmp_path_factory) -> dict[str, SubmissionResult]:
+    """Every E7.2 sample graded again with kernels started fresh (``--no-fork``)."""
+    from autograder.grade import grade
+
+    assignment = "e7_2_acceptance_tests"
+    root = tmp_path_factory.mktemp("fresh") / "course"
+    course = new_course(root, {assignment: REPO / "source" / assignment})
+    return grade(
+        assignment,
+        submissions=FILES / assignment / "submissions",
+        course=course,
+        workers=2,
+        sandbox=sandbox_available(),
+        fork=False,
+        feedback=False,
+    ).results

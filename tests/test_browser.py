@@ -17,7 +17,9 @@ from pathlib import Path
 import nbformat
 import nbgrader
 import pytest
-from browser_support import (
+from nbformat.v4 import new_code_cell, new_notebook
+from playwright.sync_api import expect, sync_playwright
+from support.browser import (
     NotebookPage,
     copy_course,
     describe_errors,
@@ -33,8 +35,6 @@ from browser_support import (
     start_lab_server,
     type_slider_value,
 )
-from nbformat.v4 import new_code_cell, new_notebook
-from playwright.sync_api import expect, sync_playwright
 
 from autograder.lab import lab_command
 
@@ -125,6 +125,7 @@ def test_lab_command_listens_on_loopback_only():
 
 
 @pytest.mark.browser
+@pytest.mark.kernel
 def test_lab_serves_nbgrader_learner_extensions_and_widgets(lab_server):
     # The lab extensions the page loads (installed in the venv, none disabled).
     html = urllib.request.urlopen(lab_server.url("lab"), timeout=60).read().decode()
@@ -149,6 +150,7 @@ def test_lab_serves_nbgrader_learner_extensions_and_widgets(lab_server):
 
 
 @pytest.mark.browser
+@pytest.mark.kernel
 def test_validate_runs_with_the_course_config(lab_server, course):
     """A graded cell that emits a RuntimeWarning passes Validate only with the course config.
 
@@ -186,6 +188,7 @@ def test_validate_runs_with_the_course_config(lab_server, course):
 
 
 @pytest.mark.browser
+@pytest.mark.kernel
 def test_learner_explores_runs_fills_in_and_validates_the_release(page, lab_server, course):
     """The release notebook, as a learner meets it, then solved and validated.
 
@@ -316,6 +319,7 @@ def check_only_stubs_fail(saved: nbformat.NotebookNode, solutions: dict[str, str
 
 
 @pytest.mark.browser
+@pytest.mark.kernel
 def test_source_notebook_runs_top_to_bottom_without_error(page, lab_server):
     nbp = NotebookPage(page, lab_server, SOURCE_NB)
     nbp.run_all()

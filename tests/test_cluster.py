@@ -17,8 +17,17 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, fill, load_json, released_notebook, sandbox_available, write_nb
-from dask_support import (
+from support.course import (
+    CORRECT,
+    REPO,
+    WRONG_SQUARE,
+    fill,
+    load_json,
+    released_notebook,
+    sandbox_available,
+    write_nb,
+)
+from support.dask_cluster import (
     environment,
     make_certificates,
     start_scheduler,
@@ -29,10 +38,8 @@ from dask_support import (
 from autograder.course import UsageError
 from autograder.grade import grade
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.cluster]
 SANDBOX = sandbox_available()
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
-WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
 CLI = [sys.executable, "-m", "autograder.cli"]
 
 

@@ -14,7 +14,7 @@ import re
 import textwrap
 
 import pytest
-from lesson_support import Lesson, Outcome, failing
+from support.lessons import Lesson, Outcome, failing
 
 LESSON = Lesson("e7_2_acceptance_tests", support_cells={"imports"})
 SOURCE_NB = LESSON.source_nb

@@ -14,7 +14,7 @@ import math
 import re
 
 import pytest
-from lesson_support import Lesson, failing, learner_cell
+from support.lessons import Lesson, failing, learner_cell
 
 #: Ungraded cells that a visible test relies on (the toy models of Part 5) or that every
 #: learner runs first; plots and demonstrations are skipped.

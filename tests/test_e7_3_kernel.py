@@ -10,21 +10,20 @@ import json
 from pathlib import Path
 
 import pytest
-from lesson_support import grade_samples
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_3_accept_step"
 SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
 EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
-GRADED = ("mistake-residual-not-normalized", "mistake-resample-from-p", "mistake-bonus-by-argmax")
 
 pytestmark = pytest.mark.kernel
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    """Autograde some samples with the course's grader: {student: result}."""
-    return grade_samples(ASSIGNMENT, GRADED, tmp_path_factory.mktemp("e7_3"))
+def graded(graded_lessons):
+    """The samples as the course's grader recorded them (graded once for the whole run):
+    {student: result, as its JSON}."""
+    return {s: json.loads(r.to_json()) for s, r in graded_lessons[ASSIGNMENT].items()}
 
 
 def _cells(result):

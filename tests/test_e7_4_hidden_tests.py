@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 import pytest
-from lesson_support import Lesson, failing
+from support.lessons import Lesson, failing
 
 #: Ungraded cells the test cells' visible parts rely on (models, generate, layer, verify).
 LESSON = Lesson(

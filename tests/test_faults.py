@@ -21,8 +21,17 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import FILES, fill, new_course, released_notebook, sandbox_available, write_nb
 from nbgrader.api import Gradebook
+from support.course import (
+    CORRECT,
+    FILES,
+    WRONG_SQUARE,
+    fill,
+    new_course,
+    released_notebook,
+    sandbox_available,
+    write_nb,
+)
 
 from autograder.grade import grade
 from autograder.grading.processes import JOB_MARKER, kill_orphans
@@ -33,7 +42,6 @@ from autograder.sandbox.launch import Launch
 
 pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
 CLI = [sys.executable, "-m", "autograder"]  # the command, through its entry point
 
 
@@ -360,7 +368,7 @@ def three_subs(mini_course, tmp_path):
     release_nb = released_notebook(mini_course, "mini", "mini")
     subs = tmp_path / "subs"
     write_nb(subs / "s0.ipynb", fill(release_nb, **CORRECT))
-    write_nb(subs / "s1.ipynb", fill(release_nb, square="def square(x):\n    return abs(x) * x"))
+    write_nb(subs / "s1.ipynb", fill(release_nb, **WRONG_SQUARE))
     write_nb(subs / "s2.ipynb", fill(release_nb, **CORRECT))
     return subs
 

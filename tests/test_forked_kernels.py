@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import nbformat
 import numpy
 import psutil
 import pytest
-from conftest import CORRECT, sandbox_available
-from lesson_support import FILES, grade_samples
+from support.course import CORRECT, FILES, fill, sandbox_available, write_nb
 
+from autograder import cli
 from autograder.grading.job import grade_job
 from autograder.render.terminal import kernel_lines
 from autograder.sandbox import warm
@@ -211,42 +209,30 @@ def test_killing_the_warm_parent_kills_its_kernels(jobs, spares):
     assert not psutil.pid_exists(kernel) or psutil.Process(kernel).status() == "zombie"
 
 
-@pytest.mark.parametrize("assignment", ["e7_2_acceptance_tests"])
-def test_scores_are_the_same_forked_and_fresh(assignment, tmp_path):
-    """Every sample of the lesson, graded both ways: the same score on every cell."""
-    names = sorted(p.stem for p in (FILES / assignment / "submissions").glob("*.ipynb"))
-    forked = grade_samples(assignment, names, tmp_path / "forked", fork=True)
-    fresh = grade_samples(assignment, names, tmp_path / "fresh", fork=False)
-    assert {r["kernel"] for r in forked.values()} == {"forked"}
-    assert {r["kernel"] for r in fresh.values()} == {"fresh"}
+def test_scores_are_the_same_forked_and_fresh(graded_lessons, graded_e7_2_fresh):
+    """Every sample of E7.2, graded both ways: the same score on every cell."""
+    forked = graded_lessons["e7_2_acceptance_tests"]
+    fresh = graded_e7_2_fresh
+    names = sorted(p.stem for p in (FILES / "e7_2_acceptance_tests/submissions").glob("*.ipynb"))
+    assert sorted(forked) == sorted(fresh) == names
+    assert {r.kernel for r in forked.values()} == {"forked"}
+    assert {r.kernel for r in fresh.values()} == {"fresh"}
 
     def cells(results):
         return {
-            (name, c["grade_id"]): (c["score"], c["status"])
-            for name, r in results.items()
-            for c in r["cells"]
+            (name, c.grade_id): (c.score, c.status) for name, r in results.items() for c in r.cells
         }
 
     assert cells(forked) == cells(fresh)
-    assert {n: r["status"] for n, r in forked.items()} == {n: r["status"] for n, r in fresh.items()}
+    assert {n: r.status for n, r in forked.items()} == {n: r.status for n, r in fresh.items()}
 
 
-def test_no_fork_is_said_in_the_summary(mini_course, tmp_path):
-    from conftest import fill, released_notebook, write_nb
-
-    release = released_notebook(mini_course, "mini", "mini")
-    write_nb(tmp_path / "subs" / "alice.ipynb", fill(release, **CORRECT))
-    cli = [sys.executable, "-m", "autograder.cli", "grade", "mini", "--submissions"]
-    first = subprocess.run(
-        [*cli, str(tmp_path / "subs")], cwd=mini_course, capture_output=True, text=True
-    )
-    assert first.returncode == 0, first.stderr
-    assert "kernels: 1 forked from a warm parent" in first.stdout
-    second = subprocess.run(
-        [*cli, str(tmp_path / "subs"), "--no-fork", "--force"],
-        cwd=mini_course,
-        capture_output=True,
-        text=True,
-    )
-    assert second.returncode == 0, second.stderr
-    assert "kernels: 1 started fresh (--no-fork)" in second.stdout
+def test_no_fork_is_said_in_the_summary(mini_course, mini_release, tmp_path, capsys):
+    write_nb(tmp_path / "subs" / "alice.ipynb", fill(mini_release, **CORRECT))
+    args = ["grade", "mini", "--submissions", str(tmp_path / "subs"), "--course", str(mini_course)]
+    assert cli.main(args) == 0
+    first = capsys.readouterr()
+    assert "kernels: 1 forked from a warm parent" in first.out, first.err
+    assert cli.main([*args, "--no-fork", "--force"]) == 0
+    second = capsys.readouterr()
+    assert "kernels: 1 started fresh (--no-fork)" in second.out, second.err

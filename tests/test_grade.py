@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,8 +15,17 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import FILES, fill, load_json, released_notebook, sandbox_available, write_nb
+from support.course import (
+    CORRECT,
+    FILES,
+    WRONG_SQUARE,
+    fill,
+    load_json,
+    sandbox_available,
+    write_nb,
+)
 
+from autograder import cli
 from autograder.grade import grade
 from autograder.grading.job import Job, grade_job
 from autograder.grading.pool import run_jobs
@@ -23,22 +33,20 @@ from autograder.grading.results import Stop, SubmissionResult
 
 pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
-WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
 CLI = [sys.executable, "-m", "autograder"]  # the command, through its entry point
-#: The engines that the grading tests that matter run on: ``grade`` keyword arguments.
+#: The engines that the tests whose subject is the engine run on: ``grade`` keyword arguments.
 ENGINES = {"local-pool": {}, "dask-localcluster": {"cluster": "local:2"}}
 
 
-@pytest.fixture(params=list(ENGINES))
+@pytest.fixture(
+    params=[
+        pytest.param(name, marks=[pytest.mark.cluster] * ("cluster" in kwargs))
+        for name, kwargs in ENGINES.items()
+    ]
+)
 def engine(request) -> dict:
     """``grade`` keyword arguments for one engine: the local pool, or a Dask LocalCluster."""
     return ENGINES[request.param]
-
-
-def engine_args(engine: dict) -> list[str]:
-    """The same engine as CLI options."""
-    return ["--cluster", engine["cluster"]] if "cluster" in engine else []
 
 
 def read_csv(path: Path) -> list[dict]:
@@ -51,29 +59,80 @@ def cell_scores(course: Path, assignment: str = "mini") -> dict[tuple[str, str],
     return {(r["student"], r["grade_id"]): float(r["score"]) for r in rows}
 
 
-@pytest.fixture
-def release_nb(mini_course):
-    return released_notebook(mini_course, "mini", "mini")
+def class_submissions(release_nb) -> dict[str, object]:
+    """The mini class that the tests below read: {student: notebook, or raw bytes/text}.
 
-
-def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, tmp_path, engine):
-    subs = tmp_path / "subs"
-    write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
-    write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
-    write_nb(subs / "carol.ipynb", release_nb)
-    result = grade(
-        "mini",
-        submissions=subs,
-        course=mini_course,
-        workers=2,
-        timeout=10,
-        sandbox=SANDBOX,
-        **engine,
+    Right, wrong and blank notebooks; broken ones (each affects only itself); one that
+    warns and writes to stderr, one that floods its output, one with enormous stored
+    outputs.
+    """
+    subs: dict[str, object] = {
+        "alice": fill(release_nb, **CORRECT),
+        "bob": fill(release_nb, **WRONG_SQUARE),
+        "carol": release_nb,
+        "good": fill(release_nb, **CORRECT),
+        "not-json": "{this is not json",
+        "binary": b"\x89PNG\r\n\x1a\n\x00\x00",
+        "exits": fill(release_nb, square="import os\nos._exit(1)"),
+    }
+    dup = fill(release_nb, **CORRECT)
+    dup.cells.append(nbformat.from_dict(dict(dup.cells[2])))  # a duplicated test cell
+    subs["duplicated-cell"] = dup
+    deleted = fill(release_nb, **CORRECT)
+    deleted.cells = [
+        c
+        for c in deleted.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") != "test_square_small"
+    ]
+    subs["deleted-test"] = deleted
+    subs["old-format"] = nbformat.writes(nbformat.v3.convert.downgrade(fill(release_nb, **CORRECT)))
+    nokernel = fill(release_nb, **CORRECT)
+    nokernel.metadata = {}
+    subs["no-kernelspec"] = nokernel
+    noisy = (
+        "import sys, warnings\n"
+        "def square(x):\n"
+        "    warnings.warn('a harmless warning', RuntimeWarning)\n"
+        "    print('debugging', file=sys.stderr)\n"
+        "    return x * x"
     )
+    subs["noisy"] = fill(release_nb, square=noisy, cube=CORRECT["cube"])
+    flood = (
+        "def square(x):\n    for _ in range(500):\n        print('x' * 100_000)\n    return x * x"
+    )
+    subs["flood"] = fill(release_nb, square=flood, cube=CORRECT["cube"])
+    bloated = fill(release_nb, **CORRECT)
+    for cell in bloated.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * 3_000_000)]
+    subs["bloated"] = bloated
+    return subs
+
+
+@pytest.fixture(scope="module")
+def mini_class(pristine_mini_course, mini_release, tmp_path_factory):
+    """The class of :func:`class_submissions` graded once, on 2 workers: (course, result)."""
+    root = tmp_path_factory.mktemp("mini-class")
+    course = Path(shutil.copytree(pristine_mini_course, root / "course", symlinks=True))
+    for student, nb in class_submissions(mini_release).items():
+        write_nb(root / "subs" / f"{student}.ipynb", nb)
+    result = grade("mini", submissions=root / "subs", course=course, workers=2, sandbox=SANDBOX)
+    return course, result
+
+
+@pytest.fixture
+def release_nb(mini_release):
+    return mini_release
+
+
+def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_class):
+    mini_course, result = mini_class
     assert result.workers == 2
-    assert {s: r.score for s, r in result.results.items()} == {"alice": 4, "bob": 2, "carol": 0}
+    scores = {s: r.score for s, r in result.results.items()}
+    assert {s: scores[s] for s in ("alice", "bob", "carol")} == {"alice": 4, "bob": 2, "carol": 0}
     grades = read_csv(mini_course / "reports/mini/grades.csv")
-    assert grades == [
+    assert [g["student"] for g in grades] == sorted(scores)  # every student once, in order
+    assert [g for g in grades if g["student"] in ("alice", "bob", "carol")] == [
         {"student": "alice", "score": "4", "max_score": "4", "status": "graded"},
         {"student": "bob", "score": "2", "max_score": "4", "status": "graded"},
         {"student": "carol", "score": "0", "max_score": "4", "status": "graded"},
@@ -102,7 +161,7 @@ def test_grades_a_folder_and_writes_csvs_and_gradebook(mini_course, release_nb, 
     assert (mini_course / "autograded/alice/mini/mini.ipynb").exists()
 
 
-def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path, engine):
+def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path):
     nested = tmp_path / "nested"
     write_nb(nested / "alice" / "whatever I called it.ipynb", fill(release_nb, **CORRECT))
     write_nb(nested / "bob" / "mini.ipynb", fill(release_nb, **WRONG_SQUARE))
@@ -110,42 +169,15 @@ def test_nested_folders_and_zips_grade_alike(mini_course, release_nb, tmp_path, 
     with zipfile.ZipFile(archive, "w") as zf:
         zf.write(nested / "alice" / "whatever I called it.ipynb", "download/Alice Ånberg.ipynb")
         zf.write(nested / "bob" / "mini.ipynb", "download/bob/mini.ipynb")
-    first = grade(
-        "mini", submissions=nested, course=mini_course, workers=2, sandbox=SANDBOX, **engine
-    )
-    second = grade(
-        "mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX, **engine
-    )
+    first = grade("mini", submissions=nested, course=mini_course, workers=2, sandbox=SANDBOX)
+    second = grade("mini", submissions=archive, course=mini_course, workers=2, sandbox=SANDBOX)
     assert first.results["alice"].score == second.results["Alice_Anberg"].score == 4
     assert first.results["bob"].score == 2
     assert second.reused == ["bob"]  # same notebook, same student: not graded twice
 
 
-def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_path):
-    subs = tmp_path / "subs"
-    good = fill(release_nb, **CORRECT)
-    write_nb(subs / "good.ipynb", good)
-    write_nb(subs / "not-json.ipynb", "{this is not json")
-    write_nb(subs / "binary.ipynb", b"\x89PNG\r\n\x1a\n\x00\x00")
-    write_nb(subs / "exits.ipynb", fill(release_nb, square="import os\nos._exit(1)"))
-    dup = fill(release_nb, **CORRECT)
-    dup.cells.append(nbformat.from_dict(dict(dup.cells[2])))  # a duplicated test cell
-    write_nb(subs / "duplicated-cell.ipynb", dup)
-    deleted = fill(release_nb, **CORRECT)
-    deleted.cells = [
-        c
-        for c in deleted.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id") != "test_square_small"
-    ]
-    write_nb(subs / "deleted-test.ipynb", deleted)
-    v3 = nbformat.writes(nbformat.v3.convert.downgrade(fill(release_nb, **CORRECT)))
-    write_nb(subs / "old-format.ipynb", v3)
-    nokernel = fill(release_nb, **CORRECT)
-    nokernel.metadata = {}
-    write_nb(subs / "no-kernelspec.ipynb", nokernel)
-    result = grade(
-        "mini", submissions=subs, course=mini_course, workers=2, timeout=10, sandbox=SANDBOX
-    )
+def test_one_broken_submission_affects_only_itself(mini_class):
+    mini_course, result = mini_class
     r = result.results
     assert r["good"].score == 4 and r["good"].status == "graded"
     assert (
@@ -161,7 +193,7 @@ def test_one_broken_submission_affects_only_itself(mini_course, release_nb, tmp_
     assert "copy" in r["duplicated-cell"].reason
     assert r["old-format"].score == 4
     assert r["no-kernelspec"].score == 4
-    assert len(read_csv(mini_course / "reports/mini/grades.csv")) == 8
+    assert len(read_csv(mini_course / "reports/mini/grades.csv")) == len(r)
 
 
 def test_a_loop_times_out_and_later_cells_still_run(mini_course, release_nb, tmp_path):
@@ -222,7 +254,7 @@ def test_regrading_gives_the_same_scores(mini_course, release_nb, tmp_path):
 
 
 def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
-    mini_course, release_nb, tmp_path, engine
+    mini_course, release_nb, tmp_path
 ):
     subs = tmp_path / "subs"
     for i in range(6):
@@ -239,7 +271,6 @@ def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
             "--course",
             str(mini_course),
         ]
-        + engine_args(engine)
         + ([] if SANDBOX else ["--no-sandbox"])
     )
     proc = subprocess.Popen(
@@ -253,9 +284,7 @@ def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
     proc.wait()
     done_before = len(list(results.glob("*.json")))
     assert 2 <= done_before < 6
-    result = grade(
-        "mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX, **engine
-    )
+    result = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
     assert len(result.reused) >= done_before - 1  # at most one was mid-write
     assert sorted(result.results) == [f"s{i}" for i in range(6)]
     assert {r.score for s, r in result.results.items()} == {2.0, 4.0}
@@ -327,10 +356,9 @@ def test_a_hung_worker_is_stopped_at_the_hard_deadline(mini_course, release_nb, 
     }
 
 
-def test_results_do_not_depend_on_the_engine(release_nb, tmp_path):
+@pytest.mark.cluster
+def test_results_do_not_depend_on_the_engine(pristine_mini_course, release_nb, tmp_path):
     """The same submissions on the local pool and on a LocalCluster: identical results."""
-    from conftest import FILES, new_course
-
     subs = tmp_path / "subs"
     write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
     write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
@@ -342,7 +370,7 @@ def test_results_do_not_depend_on_the_engine(release_nb, tmp_path):
     write_nb(subs / "not-json.ipynb", "{nope")
     outcomes = {}
     for name, engine in ENGINES.items():
-        course = new_course(tmp_path / name, {"mini": FILES / "mini_course/source/mini"})
+        course = Path(shutil.copytree(pristine_mini_course, tmp_path / name, symlinks=True))
         result = grade(
             "mini",
             submissions=subs,
@@ -404,67 +432,49 @@ def _crash_or_echo(job):
         (["release", "nope"], "unknown assignment"),
     ],
 )
-def test_instructor_errors_exit_2_with_a_clear_message(mini_course, tmp_path, args, message):
+def test_instructor_errors_exit_2_with_a_clear_message(
+    mini_course, tmp_path, capsys, args, message
+):
     (tmp_path / "subs").mkdir()
     (tmp_path / "subs" / "a.ipynb").write_text("{}")
     (tmp_path / "empty").mkdir()
     args = [a.format(subs=tmp_path / "subs", tmp=tmp_path, empty=tmp_path / "empty") for a in args]
-    proc = subprocess.run(
-        CLI + args + ["--course", str(mini_course)], capture_output=True, text=True
-    )
-    assert proc.returncode == 2, proc.stderr
-    assert message in proc.stderr
+    code = cli.main(args + ["--course", str(mini_course)])
+    stderr = capsys.readouterr().err
+    assert code == 2, stderr
+    assert message in stderr
 
 
-def test_not_a_course_exits_2(tmp_path):
-    proc = subprocess.run(
-        CLI + ["grade", "mini", "--submissions", str(tmp_path)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
-    assert proc.returncode == 2 and "not an nbgrader course" in proc.stderr
+def test_not_a_course_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["grade", "mini", "--submissions", str(tmp_path)])
+    assert code == 2 and "not an nbgrader course" in capsys.readouterr().err
 
 
-def test_cli_grade_prints_a_summary_and_exits_0(mini_course, release_nb, tmp_path):
+def test_cli_grade_prints_a_summary_and_exits_0(mini_course, release_nb, tmp_path, capsys):
     subs = tmp_path / "subs"
     write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
     write_nb(subs / "broken.ipynb", "nope")
-    args = (
-        CLI + ["grade", "mini", "--submissions", str(subs)] + ([] if SANDBOX else ["--no-sandbox"])
-    )
-    proc = subprocess.run(args, cwd=mini_course, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "alice" in proc.stdout and "4/4" in proc.stdout and "invalid" in proc.stdout
-    assert "[1/1] graded alice" in proc.stderr  # plain progress lines when not on a terminal
+    args = ["grade", "mini", "--submissions", str(subs), "--course", str(mini_course)]
+    code = cli.main(args + ([] if SANDBOX else ["--no-sandbox"]))
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "alice" in out.out and "4/4" in out.out and "invalid" in out.out
+    assert "[1/1] graded alice" in out.err  # plain progress lines when not on a terminal
 
 
-def test_warnings_and_stderr_do_not_cost_points(mini_course, release_nb, tmp_path):
+def test_warnings_and_stderr_do_not_cost_points(mini_class):
     """Plain nbgrader fails any test cell that writes to stderr; only errors fail here."""
-    noisy = (
-        "import sys, warnings\n"
-        "def square(x):\n"
-        "    warnings.warn('a harmless warning', RuntimeWarning)\n"
-        "    print('debugging', file=sys.stderr)\n"
-        "    return x * x"
-    )
-    subs = tmp_path / "subs"
-    write_nb(subs / "noisy.ipynb", fill(release_nb, square=noisy, cube=CORRECT["cube"]))
-    result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
+    mini_course, result = mini_class
     assert result.results["noisy"].score == 4
     executed = nbformat.read(mini_course / "autograded/noisy/mini/mini.ipynb", as_version=4)
     texts = [o.get("text", "") for c in executed.cells for o in c.get("outputs", [])]
     assert any("RuntimeWarning: a harmless warning" in t for t in texts)
 
 
-def test_flooded_output_is_truncated_and_flagged(mini_course, release_nb, tmp_path):
+def test_flooded_output_is_truncated_and_flagged(mini_class):
     """A cell printing ~50 MB keeps at most the budget; the notebook stays small."""
-    flood = (
-        "def square(x):\n    for _ in range(500):\n        print('x' * 100_000)\n    return x * x"
-    )
-    subs = tmp_path / "subs"
-    write_nb(subs / "flood.ipynb", fill(release_nb, square=flood, cube=CORRECT["cube"]))
-    result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
+    mini_course, result = mini_class
     r = result.results["flood"]
     assert r.score == 4
     assert any("output truncated" in c.flags for c in r.cells)
@@ -472,14 +482,8 @@ def test_flooded_output_is_truncated_and_flagged(mini_course, release_nb, tmp_pa
     assert autograded.stat().st_size < 2_000_000
 
 
-def test_stored_enormous_outputs_are_cleared_before_grading(mini_course, release_nb, tmp_path):
-    nb = fill(release_nb, **CORRECT)
-    for cell in nb.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * 3_000_000)]
-    subs = tmp_path / "subs"
-    write_nb(subs / "bloated.ipynb", nb)
-    result = grade("mini", submissions=subs, course=mini_course, workers=1, sandbox=SANDBOX)
+def test_stored_enormous_outputs_are_cleared_before_grading(mini_class):
+    mini_course, result = mini_class
     assert result.results["bloated"].score == 4
     autograded = mini_course / "autograded/bloated/mini/mini.ipynb"
     assert autograded.stat().st_size < 100_000

@@ -7,7 +7,7 @@ import io
 from datetime import datetime
 
 import pytest
-from lms_fixtures import canvas_gradebook, moodle_worksheet
+from support.lms import canvas_gradebook, moodle_worksheet
 
 from autograder.grading.results import Status, SubmissionResult
 from autograder.intake.roster import parse_roster

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from lms_fixtures import (
+from support.lms import (
     BlackboardAttempt,
     CanvasUpload,
     GradescopeSubmission,

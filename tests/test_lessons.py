@@ -12,8 +12,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import REPO, load_json, new_course, sandbox_available
-from lesson_support import run_all
+from support.course import REPO, load_json, new_course, sandbox_available
+from support.lessons import run_all
 
 from autograder.course import assignments
 from autograder.grading.results import Status
@@ -40,35 +40,6 @@ def cells_of(nb, *, solution=None, grade=None):
             continue
         out.append(cell)
     return out
-
-
-@pytest.fixture(scope="session")
-def lesson_course(tmp_path_factory) -> Path:
-    """A copy of the real course (config + every lesson's source) in a temp folder."""
-    root = tmp_path_factory.mktemp("lessons") / "course"
-    return new_course(root, {a: REPO / "source" / a for a in LESSONS})
-
-
-@pytest.fixture(scope="session")
-def releases(lesson_course):
-    """Release every lesson with the self-check (source autograded, blank release autograded)."""
-    from autograder.release import release
-
-    return {r.assignment: r for r in release(course=lesson_course, all=True, sandbox=SANDBOX)}
-
-
-@pytest.fixture(scope="session")
-def graded_samples(lesson_course, releases):
-    """Grade every lesson's sample submissions once, through the real grading pipeline."""
-    from autograder.grade import grade
-
-    results = {}
-    for a in LESSONS:
-        samples = REPO / "tests" / "files" / a / "submissions"
-        results[a] = grade(
-            a, submissions=samples, course=lesson_course, workers=2, sandbox=SANDBOX, feedback=False
-        ).results
-    return results
 
 
 def test_there_are_lessons():
@@ -163,9 +134,9 @@ def test_grade_ids_are_unique_and_follow_the_naming_rules(assignment):
 
 @pytest.mark.kernel
 @pytest.mark.parametrize("assignment", LESSONS)
-def test_sample_submissions_get_the_expected_score_on_every_cell(graded_samples, assignment):
+def test_sample_submissions_get_the_expected_score_on_every_cell(graded_lessons, assignment):
     expected = load_json(REPO / "tests" / "files" / assignment / "expected.json")
-    results = graded_samples[assignment]
+    results = graded_lessons[assignment]
     samples = sorted(
         p.stem for p in (REPO / "tests/files" / assignment / "submissions").glob("*.ipynb")
     )

@@ -1,6 +1,6 @@
 """Real classes round the loop: an LMS download through ``grade`` to ``export``, read back.
 
-Each download is built by ``tests/lms_fixtures.py`` from the LMS's own naming rules; the
+Each download is built by ``tests/support/lms.py`` from the LMS's own naming rules; the
 course is the tiny ``mini`` assignment (4 points: square 1 + 2, cube 1).  The nbgrader
 test drives the real ``nbgrader`` commands over a filesystem exchange in a temporary
 folder: release, fetch, submit, collect, then ``grade`` in place, ``release_feedback``,
@@ -13,6 +13,7 @@ import csv
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -20,8 +21,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import fill, released_notebook, sandbox_available
-from lms_fixtures import (
+from support.course import CORRECT, WRONG_SQUARE, fill, released_notebook, sandbox_available
+from support.lms import (
     BlackboardAttempt,
     CanvasUpload,
     GradescopeSubmission,
@@ -44,8 +45,6 @@ from autograder.render.gradesheets import MOODLE_HEADER
 
 pytestmark = pytest.mark.kernel
 SANDBOX = sandbox_available()
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
-WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
 BIN = Path(sys.executable).parent
 
 
@@ -196,7 +195,9 @@ def test_moodle_download_to_grading_worksheet(mini_course, notebooks, tmp_path):
     assert list(read_rows(fresh.path)[0]) == list(MOODLE_HEADER)  # test_gradesheets spells it out
 
 
-def test_blackboard_gradescope_and_github_downloads(mini_course, notebooks, tmp_path):
+def test_blackboard_gradescope_and_github_downloads(
+    mini_course, pristine_mini_course, notebooks, tmp_path
+):
     good, wrong = notebooks
     t0 = datetime(2026, 11, 30, 20, 0, 0)
     blackboard = write_zip(
@@ -220,10 +221,7 @@ def test_blackboard_gradescope_and_github_downloads(mini_course, notebooks, tmp_
     )
     assert rows == [["Username", "mini [Total Pts: 4 Score]"], ["jdoe", "4"]]
 
-    course2 = mini_course.parent / "course2"
-    course2.mkdir()
-    for name in ("nbgrader_config.py", "source"):
-        os.symlink(mini_course / name, course2 / name)
+    course2 = Path(shutil.copytree(pristine_mini_course, mini_course.parent / "course2"))
     when = datetime(2026, 11, 30, 23, 1, 2, tzinfo=timezone.utc)
     gradescope = write_zip(
         tmp_path / "gs.zip",
@@ -243,10 +241,7 @@ def test_blackboard_gradescope_and_github_downloads(mini_course, notebooks, tmp_
     assert result.layout == "gradescope"
     assert {s: r.score for s, r in result.results.items()} == {"0042": 2, "0043": 2}  # the group
 
-    course3 = mini_course.parent / "course3"
-    course3.mkdir()
-    for name in ("nbgrader_config.py", "source"):
-        os.symlink(mini_course / name, course3 / name)
+    course3 = Path(shutil.copytree(pristine_mini_course, mini_course.parent / "course3"))
     clone = write_tree(
         tmp_path / "mini-submissions",
         github_clone("mini", {"jane-doe": {"mini.ipynb": good}, "bo": {"mini.ipynb": wrong}}),

@@ -1,7 +1,7 @@
 """A PostgreSQL gradebook (``CourseDirectory.db_url = "postgresql://..."``), for real.
 
 Each test gets its own database on one real server that the module starts on a free
-127.0.0.1 port (``postgres_support``).  ``grade``, ``report``, plain ``nbgrader``
+127.0.0.1 port (``support.postgres_server``).  ``grade``, ``report``, plain ``nbgrader``
 commands and the formgrader all read and write that gradebook.
 """
 
@@ -15,15 +15,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import fill, released_notebook, sandbox_available, write_nb
-from postgres_support import start_postgres
+from support.course import (
+    CORRECT,
+    WRONG_SQUARE,
+    fill,
+    released_notebook,
+    sandbox_available,
+    write_nb,
+)
+from support.postgres_server import start_postgres
 
 from autograder.grade import grade
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.postgres]
 SANDBOX = sandbox_available()
-CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
-WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
 CLI = [sys.executable, "-m", "autograder.cli"]
 
 
@@ -107,7 +112,7 @@ def test_a_class_graded_into_postgres_reads_back_with_nbgrader(pg_course, tmp_pa
 
 def test_the_formgrader_shows_grades_from_postgres(pg_course, tmp_path):
     """``specdec-course grade`` (the CLI) writes; nbgrader's formgrader API reads."""
-    from browser_support import start_lab_server
+    from support.browser import start_lab_server
 
     course, _ = pg_course
     release = released_notebook(course, "mini", "mini")

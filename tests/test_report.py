@@ -13,6 +13,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from support.course import FILES
 from test_feedback import (
     ASSIGNMENT,
     HOSTILE_MESSAGE,
@@ -216,6 +217,7 @@ def test_report_of_an_empty_class_section_still_renders(tmp_path: Path):
 # End to end: real grading of the E7.2 sample submissions
 # --------------------------------------------------------------------------------------------
 
+#: Samples whose scores the test knows: full marks, zero, and partly right.
 E7_2_SAMPLES = ["reference", "blank", "mistake-no-cap"]
 
 
@@ -234,33 +236,16 @@ def hidden_lines(source: Path, release: Path) -> set[str]:
 
 
 @pytest.mark.kernel
-def test_feedback_and_report_from_real_grading_of_e7_2_samples(tmp_path: Path):
-    from conftest import FILES, REPO, new_course, sandbox_available
-
-    from autograder.grade import grade
-    from autograder.release import release
-
-    course = new_course(tmp_path / "course", {ASSIGNMENT: REPO / "source" / ASSIGNMENT})
-    release(ASSIGNMENT, course=course, check=False)
-    submissions = tmp_path / "submissions"
-    submissions.mkdir()
-    for name in E7_2_SAMPLES:
-        sample = FILES / ASSIGNMENT / "submissions" / f"{name}.ipynb"
-        (submissions / sample.name).write_bytes(sample.read_bytes())
-
-    graded = grade(
-        ASSIGNMENT,
-        submissions=submissions,
-        course=course,
-        workers=2,
-        timeout=20,
-        sandbox=sandbox_available(),
-    )
+def test_feedback_and_report_from_real_grading_of_e7_2_samples(lesson_course, graded_lessons):
+    """The feedback and report verbs on the run's real grading of every E7.2 sample."""
+    course = lesson_course
     pages = {p.parts[-3]: p.read_text() for p in feedback(ASSIGNMENT, course=course)}
     html = report(ASSIGNMENT, course=course).read_text()
+    samples = sorted(p.stem for p in (FILES / ASSIGNMENT / "submissions").glob("*.ipynb"))
+    assert set(E7_2_SAMPLES) <= set(samples)
 
-    results = graded.results
-    assert sorted(pages) == sorted(results) == sorted(E7_2_SAMPLES)
+    results = graded_lessons[ASSIGNMENT]
+    assert sorted(pages) == sorted(results) == samples
     assert results["reference"].score == results["reference"].max_score > 0
     assert results["blank"].score == 0
     assert 0 < results["mistake-no-cap"].score < results["mistake-no-cap"].max_score
@@ -283,7 +268,7 @@ def test_feedback_and_report_from_real_grading_of_e7_2_samples(tmp_path: Path):
 
     assert_inert(html)
     assert html.count("data:image/png;base64,") == 2
-    assert "Students 3" in section(html, "summary")
+    assert f"Students {len(samples)}" in section(html, "summary")
     cells = section(html, "cells")
     for cell in results["reference"].cells:
         assert cell.grade_id in cells

@@ -25,9 +25,9 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from conftest import FILES, fill, new_course, released_notebook, write_nb
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
+from support.course import FILES, fill, new_course, released_notebook, write_nb
 from traitlets.config import Config
 
 from autograder import sandbox

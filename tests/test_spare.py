@@ -14,8 +14,8 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
-from conftest import CORRECT, fill, released_notebook, sandbox_available, write_nb
 from nbclient.util import run_sync
+from support.course import CORRECT, fill, released_notebook, sandbox_available, write_nb
 
 from autograder.grade import grade
 from autograder.grading.job import grade_job

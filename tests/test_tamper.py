@@ -19,8 +19,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from conftest import FILES, REPO, new_course, sandbox_available
 from nbclient import NotebookClient
+from support.course import FILES, REPO, new_course, sandbox_available
 from traitlets.config import Config
 
 from autograder import integrity, sandbox
@@ -493,7 +493,7 @@ def test_adversarial_corpus_leaves_the_course_and_the_network_alone(corpus):
 
 def test_corpus_is_up_to_date(tmp_path):
     """The committed corpus is what build_corpus.py makes from today's source and release."""
-    from conftest import released_notebook
+    from support.course import released_notebook
 
     course = new_course(tmp_path / "course", {ASSIGNMENT: REPO / "source" / ASSIGNMENT})
     released_notebook(course, ASSIGNMENT, "acceptance_tests")

@@ -59,12 +59,14 @@ def sync_gradebook(course: Path, assignment: str, template_hash: str | None = No
     """Make the course gradebook know the assignment's current cells (release/ untouched).
 
     Skipped when the gradebook already holds the assignment and was synced from the same
-    source (``template_hash``), which saves an nbgrader run on every ``grade``.
+    source (``template_hash``), which saves an nbgrader run on every ``grade``; a course that
+    was copied or moved, with its gradebook inside it, is still the same.
     """
     config = load_config(course)
     url = db_url(course, config)
     stamp = scratch_dir(course) / "gradebook-sync" / f"{assignment}.synced"
-    if template_hash and stamp.exists() and stamp.read_text() == f"{url}\n{template_hash}":
+    stamped = f"{_stamped_url(course, url)}\n{template_hash}"
+    if template_hash and stamp.exists() and stamp.read_text() == stamped:
         try:
             with gradebook(url, config) as gb:
                 gb.find_assignment(assignment)
@@ -79,7 +81,18 @@ def sync_gradebook(course: Path, assignment: str, template_hash: str | None = No
         )
     if template_hash:
         stamp.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(stamp, f"{url}\n{template_hash}")
+        write_atomic(stamp, stamped)
+
+
+def _stamped_url(course: Path, url: str) -> str:
+    """The gradebook URL as the sync stamp records it: a SQLite file inside the course by its
+    path in the course, so that the course copied or moved elsewhere still matches."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix):
+        path = Path(url[len(prefix) :])
+        if path.is_relative_to(course):
+            return f"{prefix}<course>/{path.relative_to(course).as_posix()}"
+    return url
 
 
 def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[str, float]:

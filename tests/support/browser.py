@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from conftest import end_session, free_port
 from playwright.sync_api import BrowserContext, Locator, Page, Playwright, expect
 
 from autograder.course import load_config
 from autograder.lab import lab_environment, start_lab
+from support.processes import end_session, free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 # What works here as root, with no network and no GPU; the profile is a fresh folder.

@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import free_port
+from support.processes import free_port
 
 SERVER_USER = "nobody"  #: who runs the server when the tests run as root
 SUPERUSER = "postgres"  #: the database role initdb creates

@@ -2,7 +2,7 @@
 
 A lesson's tests (``tests/test_<lesson>_hidden_tests.py``) start with ::
 
-    from lesson_support import Lesson, failing
+    from support.lessons import Lesson, failing
 
     LESSON = Lesson("e7_3_accept_step", support_cells={"code-setup"})
 
@@ -55,8 +55,8 @@ from typing import Any
 
 import nbformat
 
-REPO = Path(__file__).resolve().parents[1]
-FILES = REPO / "tests" / "files"
+from support.course import FILES, REPO
+
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
 
@@ -248,9 +248,8 @@ def grade_samples(
     Each result is the plain dict of the JSON the grader writes to ``results/``.  With
     ``fork=False`` every kernel starts fresh (``--no-fork``).
     """
-    from conftest import new_course, sandbox_available
-
     from autograder.grade import grade
+    from support.course import new_course, sandbox_available
 
     course = new_course(root / "course", {assignment: REPO / "source" / assignment})
     submissions = root / "submissions"

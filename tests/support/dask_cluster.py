@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import end_session
+from support.processes import end_session
 
 DASK = str(Path(sys.executable).with_name("dask"))
 #: The scheduler settings grading needs (README: "Grading on a Dask cluster").

@@ -1,0 +1,77 @@
+"""Throwaway courses built from the repository's real configuration, and notebooks to grade.
+
+The ``mini`` assignment (``tests/files/mini_course``: ``square`` and ``cube``, no numpy,
+so its kernels start fast) is what the grader's own tests grade; ``CORRECT`` and
+``WRONG_SQUARE`` are the learner answers they fill in.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = REPO / "tests" / "files"
+MINI_SOURCE = FILES / "mini_course" / "source" / "mini"
+
+#: Right answers for the ``mini`` assignment's two solution cells (4 points of 4).
+CORRECT = {"square": "def square(x):\n    return x ** 2", "cube": "def cube(x):\n    return x ** 3"}
+#: ``square`` wrong for negative inputs: its hidden test fails (2 points of 4).
+WRONG_SQUARE = {"square": "def square(x):\n    return abs(x) * x", "cube": CORRECT["cube"]}
+
+
+def sandbox_available() -> bool:
+    """True when the bubblewrap sandbox can run here (always, after `make test`'s setup)."""
+    try:
+        from autograder.sandbox import sandbox_problem
+    except ImportError:
+        return False
+    return sandbox_problem() is None
+
+
+def new_course(root: Path, assignments: dict[str, Path]) -> Path:
+    """A course at ``root`` with the repo's nbgrader_config.py and the given source folders."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(REPO / "nbgrader_config.py", root / "nbgrader_config.py")
+    for name, folder in assignments.items():
+        shutil.copytree(folder, root / "source" / name)
+    return root
+
+
+def released_notebook(course: Path, assignment: str, notebook: str) -> nbformat.NotebookNode:
+    """The release of ``assignment`` in ``course``, generated first if it is not there."""
+    path = course / "release" / assignment / f"{notebook}.ipynb"
+    if not path.exists():
+        from autograder.release import release
+
+        release(assignment, course=course, check=False)
+    return nbformat.read(path, as_version=4)
+
+
+def fill(nb: nbformat.NotebookNode, **sources: str) -> nbformat.NotebookNode:
+    """A copy of ``nb`` with the cells whose grade_id is a keyword replaced by its source."""
+    out = copy.deepcopy(nb)
+    for cell in out.cells:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in sources:
+            cell.source = sources[gid]
+    return out
+
+
+def write_nb(path: Path, nb) -> Path:
+    """Write ``nb`` (a notebook, or raw ``str``/``bytes`` for a broken one) at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(nb, (str, bytes)):
+        path.write_bytes(nb if isinstance(nb, bytes) else nb.encode())
+    else:
+        nbformat.write(nb, path)
+    return path
+
+
+def load_json(path: Path):
+    """The JSON document at ``path``."""
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,193 @@
+"""The suite's markers, and the tripwires that keep them complete.
+
+A test that starts one of these must carry its marker, so that ``-m "not kernel"`` (and
+``make test-fast``) leaves out every slow test:
+
+========== ==========================================================================
+marker     what the test starts
+========== ==========================================================================
+kernel     a Jupyter kernel, the grading sandbox, or a grading worker pool
+browser    Chromium (through Playwright)
+cluster    a Dask scheduler or workers
+postgres   a PostgreSQL server
+sandbox    needs bubblewrap (may skip only with ``SPECDEC_TEST_WITHOUT_SANDBOX=1``)
+========== ==========================================================================
+
+For a test without the marker, the tripwires make the start fail at once with
+"mark it `<marker>`": in this process at the call that starts it, and in processes the
+test started (a command, a pool worker) through a watcher that looks at the test's
+descendants every few milliseconds, kills the offending process and fails the test.  The
+watcher starts with the test's first new process (``subprocess``; ``multiprocessing``'s
+forkserver, spawn, or a worker forked by a running forkserver), so a test that starts no
+process pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import psutil
+import pytest
+
+MARKERS = {
+    "kernel": "starts Jupyter kernels, the grading sandbox or a worker pool (slower)",
+    "browser": "drives Chromium through Playwright (slowest)",
+    "cluster": "starts a Dask scheduler and workers",
+    "postgres": "starts a PostgreSQL server",
+    "sandbox": "needs bubblewrap",
+}
+
+#: Words in a descendant's command line that tell what it is, by marker.
+COMMAND_WORDS = {
+    "kernel": ("ipykernel", "bwrap", "autograder.sandbox"),
+    "browser": ("chromium", "chrome", "playwright"),
+    "cluster": ("dask", "distributed"),
+    "postgres": ("postgres", "pg_ctl", "initdb"),
+}
+
+#: How often the watcher looks at the test's descendants, in seconds.
+WATCH_INTERVAL = 0.02
+
+
+class UnmarkedResource(Exception):
+    """A test started something its markers do not declare."""
+
+
+def message(marker: str, what: str) -> str:
+    return f"this test starts {what}: mark it `{marker}` (@pytest.mark.{marker})"
+
+
+def pytest_configure(config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+def _refuse(marker: str, what: str):
+    def tripwire(*args, **kwargs):
+        raise UnmarkedResource(message(marker, what))
+
+    async def async_tripwire(*args, **kwargs):
+        raise UnmarkedResource(message(marker, what))
+
+    return tripwire, async_tripwire
+
+
+def _tripwires(monkeypatch, missing: set[str]) -> None:
+    """Patch, in this process, the calls that start what ``missing`` names."""
+    if "kernel" in missing:
+        from jupyter_client.manager import KernelManager
+
+        _, refuse = _refuse("kernel", "a Jupyter kernel")
+        monkeypatch.setattr(KernelManager, "_async_pre_start_kernel", refuse)
+    if "cluster" in missing:
+        import distributed
+
+        refuse_cluster, _ = _refuse("cluster", "a Dask cluster")
+        for name in ("LocalCluster", "Scheduler", "Client"):
+            monkeypatch.setattr(distributed, name, refuse_cluster)
+    if "browser" in missing:
+        from playwright.sync_api import BrowserType
+
+        refuse_browser, _ = _refuse("browser", "Chromium")
+        for name in ("launch", "launch_persistent_context"):
+            monkeypatch.setattr(BrowserType, name, refuse_browser)
+
+
+@dataclass
+class _Watcher:
+    """Looks at this process's descendants for what ``missing`` names, until stopped."""
+
+    missing: set[str]
+    found: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _seen: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        me = psutil.Process()
+        self._seen = {p.pid for p in me.children(recursive=True)}  # there before the test
+        self._me = me
+        self._thread = threading.Thread(target=self._watch, name="marker-watch", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(WATCH_INTERVAL):
+            self.check()
+
+    def check(self) -> None:
+        try:
+            children = self._me.children(recursive=True)
+        except psutil.Error:
+            return
+        for child in children:
+            if child.pid in self._seen:
+                continue
+            try:
+                cmdline = " ".join(child.cmdline()).lower()
+            except psutil.Error:
+                continue
+            if not cmdline:  # not exec'd yet: look again next time
+                continue
+            self._seen.add(child.pid)
+            for marker in self.missing:
+                if any(word in cmdline for word in COMMAND_WORDS[marker]):
+                    self.found.append(message(marker, f"`{cmdline[:120]}`"))
+                    try:
+                        child.kill()
+                    except psutil.Error:
+                        pass
+
+    def stop(self) -> list[str]:
+        self._stop.set()
+        self._thread.join()
+        self.check()
+        return self.found
+
+
+@pytest.fixture(autouse=True)
+def _markers_are_complete(request, monkeypatch):
+    """Fail a test that starts what its markers do not declare (see the module docstring)."""
+    marked = {m.name for m in request.node.iter_markers()}
+    missing = set(COMMAND_WORDS) - marked
+    if not missing:
+        yield
+        return
+    _tripwires(monkeypatch, missing)
+    watchers: list[_Watcher] = []
+
+    def start_watching() -> None:
+        if not watchers:
+            watchers.append(_Watcher(missing))
+
+    _watch_from_the_first_process(monkeypatch, start_watching)
+    yield
+    found = watchers[0].stop() if watchers else []
+    if found:
+        pytest.fail("; ".join(dict.fromkeys(found)), pytrace=False)
+
+
+def _watch_from_the_first_process(monkeypatch, start) -> None:
+    """Call ``start()`` before every new process this test makes (it starts the watcher once)."""
+    import multiprocessing.forkserver
+    import multiprocessing.util
+    import subprocess
+
+    execute_child = subprocess.Popen._execute_child
+    spawnv_passfds = multiprocessing.util.spawnv_passfds
+    connect = multiprocessing.forkserver.connect_to_new_process
+
+    def _execute_child(self, *args, **kwargs):
+        start()
+        return execute_child(self, *args, **kwargs)
+
+    def _spawnv_passfds(*args, **kwargs):
+        start()
+        return spawnv_passfds(*args, **kwargs)
+
+    def _connect(*args, **kwargs):  # a worker forked by a forkserver that was running already
+        start()
+        return connect(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", _execute_child)
+    monkeypatch.setattr(multiprocessing.util, "spawnv_passfds", _spawnv_passfds)
+    monkeypatch.setattr(multiprocessing.forkserver, "connect_to_new_process", _connect)

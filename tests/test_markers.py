@@ -1,0 +1,125 @@
+"""The markers are complete: a test that starts a kernel, a browser, a Dask cluster or a
+PostgreSQL server without its marker fails with "mark it `<marker>`", and fails fast.
+
+An inner pytest session (``pytester``) runs small tests with the suite's marker plugin;
+each unmarked test starts the real thing in one of the ways the suite does.  This test
+is marked with everything it lets the inner session start.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+pytestmark = [pytest.mark.kernel, pytest.mark.browser, pytest.mark.cluster, pytest.mark.postgres]
+
+TESTS = Path(__file__).resolve().parent
+
+INNER = """
+import subprocess, sys
+
+import nbformat
+import pytest
+from support.course import CORRECT, MINI_SOURCE, fill, new_course, released_notebook, write_nb
+
+
+def _kernel():
+    from nbclient import NotebookClient
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    NotebookClient(nb, kernel_name="python3", timeout=60).execute()
+
+
+def _submissions(tmp_path):
+    course = new_course(tmp_path / "course", {"mini": MINI_SOURCE})
+    release = released_notebook(course, "mini", "mini")
+    write_nb(tmp_path / "subs" / "alice.ipynb", fill(release, **CORRECT))
+    return course, tmp_path / "subs"
+
+
+def test_unmarked_nbclient_kernel():
+    _kernel()
+
+
+def test_unmarked_grading_in_this_process(tmp_path):
+    from autograder.grade import grade
+
+    course, subs = _submissions(tmp_path)
+    grade("mini", submissions=subs, course=course, workers=1, feedback=False)
+
+
+def test_unmarked_grading_command(tmp_path):
+    course, subs = _submissions(tmp_path)
+    command = [sys.executable, "-m", "autograder", "grade", "mini", "--submissions", str(subs)]
+    subprocess.run(command + ["--course", str(course)], capture_output=True, timeout=300)
+
+
+def test_unmarked_chromium(tmp_path):
+    subprocess.run(
+        [CHROMIUM, "--headless=new", "--no-sandbox", f"--user-data-dir={tmp_path}",
+         "--remote-debugging-port=0", "about:blank"],
+        capture_output=True, timeout=60,
+    )
+
+
+def test_unmarked_dask_cluster():
+    from distributed import LocalCluster
+
+    LocalCluster(n_workers=1, processes=False)
+
+
+def test_unmarked_postgres_server():
+    subprocess.run(["bash", "-c", "exec -a postgres sleep 20"], timeout=60)
+
+
+def test_unmarked_plain_process_is_fine():
+    assert subprocess.run(["true"]).returncode == 0
+
+
+@pytest.mark.kernel
+def test_marked_kernel_is_fine():
+    _kernel()
+"""
+
+
+def test_a_test_that_starts_what_it_is_not_marked_for_fails_fast(pytester):
+    pytester.makeconftest(
+        f"import sys\nsys.path.insert(0, {str(TESTS)!r})\npytest_plugins = ['support.markers']\n"
+    )
+    chromium = shutil.which("chromium")
+    assert chromium, "Debian's chromium is installed by `make test`"
+    pytester.makepyfile(test_inner=f"CHROMIUM = {chromium!r}\n" + INNER)
+    report = pytester.path / "report.xml"
+    start = time.monotonic()
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"--junitxml={report}")
+    elapsed = time.monotonic() - start
+    problems = _problems(report)
+    for test, marker in [
+        ("test_unmarked_nbclient_kernel", "kernel"),
+        ("test_unmarked_grading_in_this_process", "kernel"),
+        ("test_unmarked_grading_command", "kernel"),
+        ("test_unmarked_chromium", "browser"),
+        ("test_unmarked_dask_cluster", "cluster"),
+        ("test_unmarked_postgres_server", "postgres"),
+    ]:
+        assert any(f"mark it `{marker}`" in text for text in problems[test]), (test, problems)
+    assert problems["test_unmarked_plain_process_is_fine"] == []
+    assert problems["test_marked_kernel_is_fine"] == []
+    # fast: the offending process is killed at once, not waited for (postgres sleeps 20 s)
+    assert elapsed < 120, elapsed
+
+
+def _problems(report: Path) -> dict[str, list[str]]:
+    """{test name: the messages of its failures and errors} from a JUnit XML report."""
+    import xml.etree.ElementTree as ET
+
+    found: dict[str, list[str]] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        texts = found.setdefault(case.get("name"), [])
+        for problem in [*case.iter("failure"), *case.iter("error")]:
+            texts.append(f"{problem.get('message', '')} {problem.text or ''}")
+    return found

@@ -1,0 +1,48 @@
+"""The scratch-course template and the gradebook sync: built once, and kept when the course moves."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from autograder.grading.template import build_template, sync_gradebook
+
+
+def _synced(course: Path) -> tuple[Path, Path]:
+    """The sync stamp, and the notebook nbgrader writes each time it syncs."""
+    folder = course / ".scratch" / "gradebook-sync"
+    return folder / "mini.synced", folder / "mini" / "mini.ipynb"
+
+
+def test_a_copied_or_moved_course_keeps_its_template_and_gradebook_sync(
+    pristine_mini_course, tmp_path
+):
+    moved = Path(shutil.copytree(pristine_mini_course, tmp_path / "moved course", symlinks=True))
+    stamp, written = _synced(moved)
+    before = written.stat().st_mtime_ns
+
+    template, template_hash = build_template(moved, "mini")
+    sync_gradebook(moved, "mini", template_hash)
+
+    assert template.parent == moved / ".scratch" / "templates"  # the copy's, not rebuilt
+    assert written.stat().st_mtime_ns == before  # nbgrader's generate_assignment did not run
+    assert stamp.read_text() == f"sqlite:///<course>/gradebook.db\n{template_hash}"
+
+
+def test_a_changed_source_is_synced_again(pristine_mini_course, tmp_path):
+    course = Path(shutil.copytree(pristine_mini_course, tmp_path / "course", symlinks=True))
+    stamp, written = _synced(course)
+    before = stamp.read_text()
+    source = course / "source" / "mini" / "mini.ipynb"
+    nb = nbformat.read(source, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell("One more paragraph."))
+    nbformat.write(nb, source)
+
+    _, template_hash = build_template(course, "mini")
+    sync_gradebook(course, "mini", template_hash)
+
+    assert stamp.read_text() != before and stamp.read_text().endswith(template_hash)
+    synced = nbformat.read(written, as_version=4)
+    assert synced.cells[-1].source == "One more paragraph."
