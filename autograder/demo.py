@@ -19,7 +19,16 @@ from autograder.release import release
 from autograder.render.terminal import ProgressPrinter, print_summary
 from autograder.report import report
 from autograder.sandbox import sandbox_problem
-from specdec_reference import expected_tokens, overall_acceptance, speed_estimate, speedup
+from specdec_reference import (
+    expected_tokens,
+    overall_acceptance,
+    ridge_batch,
+    specs,
+    speed_estimate,
+    speedup,
+    step_time,
+    verify_cost_ratio,
+)
 
 
 def demo(
@@ -89,6 +98,13 @@ def _worked_example(console: Console) -> None:
     e_n = expected_tokens(0.8, 4)
     rate = speed_estimate(0.8, 4, 0.012, 0.001)
     console.rule("[bold]chapter E7 worked example (specdec_reference)")
+    model, gpu = specs.LLAMA2_7B, specs.A100_SXM_80GB
+    seconds, bound = step_time(model, gpu, 1, 0)
+    console.print(
+        f"{model['name']} at batch 1 on an {gpu['name']}: {seconds * 1e3:.2f} ms per token "
+        f"({bound}-bound); ridge batch {ridge_batch(model, gpu)}; verifying 4 drafted tokens "
+        f"costs {verify_cost_ratio(model, gpu, 4):.2f} steps"
+    )
     console.print(
         f"sum of min(p, q) for p=[0.5, 0.3, 0.2], q=[0.25, 0.5, 0.25]: "
         f"{overall_acceptance([0.5, 0.3, 0.2], [0.25, 0.5, 0.25]):.2f}"

@@ -2,6 +2,12 @@
 
 The hidden tests of the course score learners against these functions.
 
+- :mod:`~specdec_reference.roofline`: why decoding is slow (``weight_bytes``,
+  ``flops_per_token``, ``kv_cache_bytes``, ``step_time``, ``ridge_batch``,
+  ``verify_cost_ratio``, ``arithmetic_intensity``), with the published hardware
+  and model figures in :mod:`~specdec_reference.specs`;
+- :mod:`~specdec_reference.greedy`: the greedy accept step on argmaxes
+  (``greedy_verify``);
 - :mod:`~specdec_reference.acceptance`: the acceptance test itself
   (``accept_prob``, ``overall_acceptance``, ``spec_accept``, ``residual_distribution``);
 - :mod:`~specdec_reference.sampling`: the random parts, each with an explicit
@@ -21,6 +27,7 @@ The hidden tests' helpers are not part of it: they live in
 """
 
 from . import ngram as ngram  # the models module, for the hidden tests: _ref.ngram.encode
+from . import specs as specs  # the published figures, for the hidden tests: _ref.specs
 from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
 from .analysis import expected_tokens, optimal_k, speed_estimate, speedup, walltime_improvement
 from .decoding import (
@@ -32,9 +39,27 @@ from .decoding import (
     tokens_per_pass,
     with_temperature,
 )
+from .greedy import greedy_verify
+from .roofline import (
+    arithmetic_intensity,
+    flops_per_token,
+    kv_cache_bytes,
+    ridge_batch,
+    step_time,
+    verify_cost_ratio,
+    weight_bytes,
+)
 from .sampling import empirical_acceptance, greedy_step, propose_and_test, speculative_step
 
 __all__ = [
+    "weight_bytes",
+    "flops_per_token",
+    "kv_cache_bytes",
+    "step_time",
+    "ridge_batch",
+    "verify_cost_ratio",
+    "arithmetic_intensity",
+    "greedy_verify",
     "accept_prob",
     "overall_acceptance",
     "spec_accept",

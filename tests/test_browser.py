@@ -1,8 +1,8 @@
 """The learner's JupyterLab, tested in a real browser (Playwright + Debian's Chromium).
 
 One JupyterLab (started as ``make lab`` starts it, by `autograder.lab.start_lab`) serves
-a throwaway copy of the course, whose E7.2 release is generated from the current source
-with nbgrader's API, so the test never depends on a stale ``release/`` and never writes
+a throwaway copy of the course, whose E7.1 and E7.2 releases are generated from the current
+source with nbgrader's API, so the tests never depend on a stale ``release/`` and never write
 into the repository.  Screenshots go to ``reports/screenshots/`` (ignored by git).
 """
 
@@ -42,6 +42,9 @@ REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_2_acceptance_tests"
 RELEASE_NB = f"release/{ASSIGNMENT}/acceptance_tests.ipynb"
 SOURCE_NB = f"source/{ASSIGNMENT}/acceptance_tests.ipynb"
+E7_1 = "e7_1_why_decoding_is_slow"
+E7_1_RELEASE_NB = f"release/{E7_1}/why_decoding_is_slow.ipynb"
+E7_1_SOURCE_NB = f"source/{E7_1}/why_decoding_is_slow.ipynb"
 SCREENSHOTS = REPO / "reports" / "screenshots"
 
 ALWAYS = re.compile(r"always accepted")
@@ -62,12 +65,12 @@ def course(tmp_path_factory) -> Path:
 def lab_server(course, tmp_path_factory):
     """The learner's JupyterLab on the course copy; stopped (kernels too) even on failure.
 
-    While it boots, the E7.2 release is generated from the current source.
+    While it boots, the E7.1 and E7.2 releases are generated from the current source.
     """
     server = start_lab_server(
         course,
         tmp_path_factory.mktemp("lab-run"),
-        while_starting=lambda: generate_release(course, ASSIGNMENT),
+        while_starting=lambda: [generate_release(course, a) for a in (E7_1, ASSIGNMENT)],
     )
     yield server
     server.stop()
@@ -327,4 +330,49 @@ def test_source_notebook_runs_top_to_bottom_without_error(page, lab_server):
     assert error_outputs(saved) == {}, describe_errors(saved)
     assert not_run(saved) == [], "cells not run"
     assert_plots_are_images(nbp, plot_cells(saved))
+    assert not nbp.errors, nbp.errors
+
+
+@pytest.mark.browser
+@pytest.mark.kernel
+def test_learner_solves_e7_1_runs_it_top_to_bottom_and_validates(page, lab_server, course):
+    """E7.1's release with every solution typed in: Run all draws every figure, no error.
+
+    Nothing writes to stderr (a learner would see it in red), and Validate passes.
+    """
+    nbp = NotebookPage(page, lab_server, E7_1_RELEASE_NB)
+    expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")
+    solutions = solution_sources(course / E7_1_SOURCE_NB)
+    assert {"step_time", "ridge_batch", "verify_cost_ratio", "greedy_verify"} <= set(solutions)
+    for grade_id, text in solutions.items():
+        nbp.replace_cell_source(nbp.index_of(grade_id), text)
+
+    nbp.run_all()
+    saved = nbp.save()
+    assert error_outputs(saved) == {}, describe_errors(saved)
+    assert not_run(saved) == [], "cells not run"
+    noisy = [
+        i
+        for i, c in enumerate(saved.cells)
+        if c.cell_type == "code"
+        and any(o.output_type == "stream" and o.name == "stderr" for o in c.outputs)
+    ]
+    assert not noisy, {i: saved.cells[i].source[:200] for i in noisy}
+    figures = plot_cells(saved)
+    assert len(figures) == 3, "time per token, the roofline, the greedy trace"
+    assert_plots_are_images(nbp, figures)
+    for index, name in zip(figures, ("batch", "roofline", "trace"), strict=True):
+        area = nbp.cell(index).locator(".jp-OutputArea")
+        area.scroll_into_view_if_needed()
+        screenshot(area, f"e7_1-solved-{name}.png")
+    [trace_cell] = [i for i in figures if "greedy_verify(" in saved.cells[i].source]
+    trace = nbp.cell(trace_cell).locator(".jp-OutputArea")
+    expect(trace).to_contain_text("the same text as plain greedy decoding: True")
+    expect(trace).to_contain_text("passes saved")
+
+    dialog = nbp.validate()
+    expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
+    screenshot(page, "e7_1-validated.png")
+    dialog.locator(".jp-Dialog-button", has_text="Ok").click()
+    expect(dialog).to_have_count(0)
     assert not nbp.errors, nbp.errors

@@ -368,7 +368,7 @@ def three_subs(mini_course, tmp_path):
     release_nb = released_notebook(mini_course, "mini", "mini")
     subs = tmp_path / "subs"
     write_nb(subs / "s0.ipynb", fill(release_nb, **CORRECT))
-    write_nb(subs / "s1.ipynb", fill(release_nb, **WRONG_SQUARE))
+    write_nb(subs / "s1.ipynb", fill(release_nb, square=WRONG_SQUARE["square"]))  # cube blank
     write_nb(subs / "s2.ipynb", fill(release_nb, **CORRECT))
     return subs
 

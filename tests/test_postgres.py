@@ -40,12 +40,12 @@ def postgres():
 
 
 @pytest.fixture
-def pg_course(mini_course, postgres) -> tuple[Path, str]:
-    """The mini course with its gradebook in a fresh PostgreSQL database."""
+def pg_course(unreleased_mini_course, postgres) -> tuple[Path, str]:
+    """The mini course with its gradebook in a fresh PostgreSQL database (no SQLite file)."""
     url = postgres.create_database(f"gradebook_{uuid.uuid4().hex[:8]}")
-    with open(mini_course / "nbgrader_config.py", "a", encoding="utf-8") as fh:
+    with open(unreleased_mini_course / "nbgrader_config.py", "a", encoding="utf-8") as fh:
         fh.write(f"\nc.CourseDirectory.db_url = {url!r}\n")
-    return mini_course, url
+    return unreleased_mini_course, url
 
 
 def _env() -> dict[str, str]:

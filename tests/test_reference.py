@@ -87,6 +87,14 @@ def test_public_api_is_exported_with_all():
             "measured_alpha",
             "tokens_per_pass",
             "prefix_distribution",
+            "weight_bytes",
+            "flops_per_token",
+            "kv_cache_bytes",
+            "step_time",
+            "ridge_batch",
+            "verify_cost_ratio",
+            "arithmetic_intensity",
+            "greedy_verify",
         ]
     )
     for name in ref.__all__:

@@ -19,10 +19,11 @@ from support.course import CORRECT, fill, released_notebook, sandbox_available, 
 
 from autograder.grade import grade
 from autograder.grading.job import grade_job
-from autograder.grading.processes import marked_processes
+from autograder.grading.processes import JOB_MARKER, marked_processes
 
 pytestmark = [
     pytest.mark.sandbox,
+    pytest.mark.kernel,
     pytest.mark.skipif(not sandbox_available(), reason="needs the bubblewrap sandbox"),
 ]
 
@@ -114,14 +115,24 @@ def test_no_kernel_outlives_a_grading_run(mini_course, tmp_path):
 
 
 def ours(pids: list[int]) -> set[int]:
-    """The processes run by this checkout's interpreter: on a shared machine, other
-    checkouts' grading runs have job markers too."""
+    """The processes of this test's grading runs, or left over by any: run by this
+    checkout's interpreter (on a shared machine, other checkouts' runs have job markers
+    too), and not a live job of a grader running beside this one (another test process).
+
+    A job's marker starts with its worker's pid: a leftover's worker is dead, and this
+    run's workers are this process's descendants.
+    """
+    descendants = {p.pid for p in psutil.Process().children(recursive=True)}
     mine = set()
     for pid in pids:
         try:
-            command = psutil.Process(pid).cmdline()
+            process = psutil.Process(pid)
+            command = process.cmdline()
+            worker = process.environ().get(JOB_MARKER, "").split("-", 1)[0]
         except psutil.Error:
             continue
-        if command and Path(command[0]).parent.parent == Path(sys.prefix):
+        if not command or Path(command[0]).parent.parent != Path(sys.prefix):
+            continue
+        if not worker.isdigit() or int(worker) in descendants or not psutil.pid_exists(int(worker)):
             mine.add(pid)
     return mine

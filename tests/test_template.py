@@ -1,4 +1,4 @@
-"""The scratch-course template and the gradebook sync: built once, and kept when the course moves."""
+"""The scratch-course template and the gradebook sync: built once, kept when the course moves."""
 
 from __future__ import annotations
 

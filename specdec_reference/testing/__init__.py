@@ -19,8 +19,9 @@ One module per concern, re-exported here:
 - :mod:`~specdec_reference.testing.isolation`: no cascade, no global random state;
 - :mod:`~specdec_reference.testing.guard`: the learner must not use the reference;
 - per lesson, the helpers its hidden tests share (the modules
-  :mod:`~specdec_reference.testing.e7_2` and :mod:`~specdec_reference.testing.e7_4`, the
-  subpackage :mod:`~specdec_reference.testing.e7_3`), imported by the lesson's cells and
+  :mod:`~specdec_reference.testing.e7_1`, :mod:`~specdec_reference.testing.e7_2` and
+  :mod:`~specdec_reference.testing.e7_4`, the subpackage
+  :mod:`~specdec_reference.testing.e7_3`), imported by the lesson's cells and
   not re-exported here.
 
 ``specdec_reference.checks`` is the same API under its first name, which the hidden

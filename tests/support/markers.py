@@ -96,44 +96,50 @@ def _tripwires(monkeypatch, missing: set[str]) -> None:
 
 @dataclass
 class _Watcher:
-    """Looks at this process's descendants for what ``missing`` names, until stopped."""
+    """Looks at this process's descendants for what ``missing`` names, until stopped.
+
+    Each (pid, command line) pair is judged once: a child read between its ``fork`` and its
+    ``exec`` still shows its parent's command line, and is judged again once it has exec'd.
+    """
 
     missing: set[str]
     found: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
-    _seen: set[int] = field(default_factory=set)
+    _seen: set[tuple[int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        me = psutil.Process()
-        self._seen = {p.pid for p in me.children(recursive=True)}  # there before the test
-        self._me = me
+        self._me = psutil.Process()
+        self._seen = set(self._children())  # there before the test
         self._thread = threading.Thread(target=self._watch, name="marker-watch", daemon=True)
         self._thread.start()
+
+    def _children(self) -> list[tuple[int, str]]:
+        try:
+            children = self._me.children(recursive=True)
+        except psutil.Error:
+            return []
+        found = []
+        for child in children:
+            try:
+                found.append((child.pid, " ".join(child.cmdline()).lower()))
+            except psutil.Error:  # gone already, or a zombie
+                continue
+        return found
 
     def _watch(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL):
             self.check()
 
     def check(self) -> None:
-        try:
-            children = self._me.children(recursive=True)
-        except psutil.Error:
-            return
-        for child in children:
-            if child.pid in self._seen:
+        for pid, cmdline in self._children():
+            if (pid, cmdline) in self._seen or not cmdline:
                 continue
-            try:
-                cmdline = " ".join(child.cmdline()).lower()
-            except psutil.Error:
-                continue
-            if not cmdline:  # not exec'd yet: look again next time
-                continue
-            self._seen.add(child.pid)
+            self._seen.add((pid, cmdline))
             for marker in self.missing:
                 if any(word in cmdline for word in COMMAND_WORDS[marker]):
                     self.found.append(message(marker, f"`{cmdline[:120]}`"))
                     try:
-                        child.kill()
+                        psutil.Process(pid).kill()
                     except psutil.Error:
                         pass
 

@@ -129,4 +129,19 @@ def start_postgres() -> PostgresServer:
 def _run(argv: list[str], env: dict[str, str]) -> None:
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, cwd="/")
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)} failed:\n{proc.stdout}\n{proc.stderr}")
+        raise RuntimeError(
+            f"{' '.join(argv)} failed (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}\n"
+            f"{_diagnosis(env)}"
+        )
+
+
+def _diagnosis(env: dict[str, str]) -> str:
+    """What the command inherited that could end it: this process's limits, and markers."""
+    import resource
+
+    limits = {
+        name: resource.getrlimit(getattr(resource, name))
+        for name in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_NPROC", "RLIMIT_FSIZE")
+    }
+    marked = {k: v for k, v in env.items() if k.startswith("SPECDEC")}
+    return f"inherited limits {limits}; specdec variables {marked}"
