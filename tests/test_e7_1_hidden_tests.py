@@ -10,7 +10,6 @@ sample notebook.  The reference's own tests are in test_reference_roofline.py.
 from __future__ import annotations
 
 import ast
-import doctest
 import re
 
 import pytest
@@ -413,30 +412,16 @@ GRADED_PHRASES = {
 
 @pytest.mark.parametrize("grade_id", sorted(GRADED_PHRASES))
 def test_each_docstring_states_the_graded_behaviour(grade_id):
-    source = SOLUTION_CELLS[grade_id].source
-    docstring = " ".join(source[source.index('"""') : source.index("### BEGIN SOLUTION")].split())
-    for phrase in GRADED_PHRASES[grade_id]:
-        assert phrase in docstring, f"{grade_id}: missing {phrase!r}"
+    assert LESSON.missing_docstring_phrases(grade_id, GRADED_PHRASES[grade_id]) == []
 
 
 def test_docstring_examples_hold_for_the_reference_solutions():
-    ns = LESSON.run(only=set()).namespace
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    examples = 0
-    for grade_id in GRADED_PHRASES:
-        for test in doctest.DocTestFinder().find(ns[grade_id], grade_id, globs=dict(ns)):
-            examples += len(test.examples)
-            runner.run(test, out=lambda _text: None)
-    assert examples >= len(GRADED_PHRASES) and runner.failures == 0
+    examples, failures = LESSON.docstring_examples(GRADED_PHRASES)
+    assert examples >= len(GRADED_PHRASES) and failures == 0
 
 
 def test_visible_asserts_never_depend_on_hidden_helpers():
-    for gid, cell in TEST_CELLS.items():
-        visible = re.sub(
-            r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", cell.source, flags=re.S
-        )
-        for name in ("_e71", "_checks", "_ref", "_np"):
-            assert name not in visible, f"{gid}: the visible part uses {name}"
+    assert LESSON.hidden_names_in_visible_asserts(("_e71", "_checks", "_ref", "_np")) == []
 
 
 def test_the_notebook_figures_are_the_reference_figures():

@@ -29,6 +29,10 @@ API
     cell, which is what ``specdec_reference.testing.use_reference_for_cell`` needs.
 ``Run``: ``outcomes`` (``{grade_id: Outcome}``) and the final ``namespace``.
 ``Outcome``: ``passed``, ``message`` (``"AssertionError: ..."``), ``seconds``.
+``Lesson.missing_docstring_phrases(grade_id, phrases)``, ``Lesson.docstring_examples(names)``
+and ``Lesson.hidden_names_in_visible_asserts(names)``: the checks every lesson's notebook
+passes (graded behaviour stated in each docstring, doctests that hold, visible asserts
+that run without the hidden helpers).
 ``failing(outcomes) -> {grade_id: message}`` of the cells that failed.
 ``learner_cell(source_cell, body) -> str``: a solution cell with ``body`` as its solution.
 ``run_all(notebook, *, cwd) -> RunAll``: Run all in a real kernel, timed (kernel CPU
@@ -40,9 +44,11 @@ API
 from __future__ import annotations
 
 import contextlib
+import doctest
 import importlib.util
 import io
 import json
+import re
 import shutil
 import textwrap
 import time
@@ -148,6 +154,35 @@ class Lesson:
     def expected(self) -> dict[str, dict[str, float]]:
         """``expected.json``: {scenario: {grade_id: points}}."""
         return json.loads((self.samples_dir / "expected.json").read_text())
+
+    def missing_docstring_phrases(self, grade_id: str, phrases: Collection[str]) -> list[str]:
+        """The ``phrases`` that the docstring of solution cell ``grade_id`` does not state."""
+        source = self.solution_cells[grade_id].source
+        docstring = " ".join(source[source.index('"""') : source.index(BEGIN)].split())
+        return [phrase for phrase in phrases if phrase not in docstring]
+
+    def docstring_examples(self, names: Collection[str]) -> tuple[int, int]:
+        """(examples run, examples failed) of the doctests in these functions' docstrings,
+        run against the reference solutions."""
+        ns = self.run(only=set()).namespace
+        runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+        examples = 0
+        for name in names:
+            for test in doctest.DocTestFinder().find(ns[name], name, globs=dict(ns)):
+                examples += len(test.examples)
+                runner.run(test, out=lambda _text: None)
+        return examples, runner.failures
+
+    def hidden_names_in_visible_asserts(self, names: Collection[str]) -> list[str]:
+        """``"<grade_id>: <name>"`` for each of ``names`` that a test cell uses outside its
+        hidden part (a visible assert must run in the learner's release, without them)."""
+        found = []
+        for gid, cell in self.test_cells.items():
+            visible = re.sub(
+                r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS", "", cell.source, flags=re.S
+            )
+            found += [f"{gid}: {name}" for name in names if name in visible]
+        return found
 
     def run(
         self,
