@@ -160,14 +160,20 @@ def _markers_are_complete(request, monkeypatch):
         return
     _tripwires(monkeypatch, missing)
     watchers: list[_Watcher] = []
+    lock = threading.Lock()  # processes may start from several threads at once: one watcher
+
+    closed = threading.Event()  # after the test: a late thread starts no watcher
 
     def start_watching() -> None:
-        if not watchers:
-            watchers.append(_Watcher(missing))
+        with lock:
+            if not watchers and not closed.is_set():
+                watchers.append(_Watcher(missing))
 
     _watch_from_the_first_process(monkeypatch, start_watching)
     yield
-    found = watchers[0].stop() if watchers else []
+    with lock:
+        closed.set()
+        found = [text for watcher in watchers for text in watcher.stop()]
     if found:
         pytest.fail("; ".join(dict.fromkeys(found)), pytrace=False)
 
