@@ -7,11 +7,12 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test test-fast lab lint release bench clean
 
 # (Re)create the virtual environment when it is missing or older than pyproject.toml.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth
 	bash scripts/install-system-deps.sh
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dask,postgres]'
+	bash scripts/install-venv-tweaks.sh $(BIN)/python
 	@$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled" || \
 		{ echo "nbgrader's JupyterLab extension is not enabled in $(VENV)" >&2; exit 1; }
 	touch $(STAMP)
@@ -40,6 +41,7 @@ release: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m specdec_reference.bench
+	$(BIN)/python benchmarks/run_all.py
 	$(BIN)/python benchmarks/grade_throughput.py
 
 clean:

@@ -188,13 +188,29 @@ def graded_lessons(lesson_course, releases) -> dict[str, dict[str, SubmissionRes
 
 
 @pytest.fixture(scope="session")
-def graded_e7_2_fresh(tmp_path_factory) -> dict[str, SubmissionResult]:
+def one_lesson_course(lesson_course):
+    """``one_lesson_course(assignment, root)``: a new course at ``root`` holding one lesson,
+    with the grading template that :func:`lesson_course` built for it copied in (nbgrader's
+    ``generate_assignment`` runs once per lesson per session, not once per course)."""
+    from autograder.course import scratch_dir
+    from autograder.grading.template import build_template
+
+    def make(assignment: str, root: Path) -> Path:
+        template, _ = build_template(lesson_course, assignment)
+        course = new_course(root, {assignment: REPO / "source" / assignment})
+        shutil.copytree(template, scratch_dir(course) / "templates" / template.name, symlinks=True)
+        return course
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def graded_e7_2_fresh(tmp_path_factory, one_lesson_course) -> dict[str, SubmissionResult]:
     """Every E7.2 sample graded again with kernels started fresh (``--no-fork``)."""
     from autograder.grade import grade
 
     assignment = "e7_2_acceptance_tests"
-    root = tmp_path_factory.mktemp("fresh") / "course"
-    course = new_course(root, {assignment: REPO / "source" / assignment})
+    course = one_lesson_course(assignment, tmp_path_factory.mktemp("fresh") / "course")
     return grade(
         assignment,
         submissions=FILES / assignment / "submissions",

@@ -81,3 +81,23 @@ def _output(probe: str) -> str:
     """What ``probe`` prints, run in a new Python (stripped)."""
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return done.stdout.strip()
+
+
+def test_the_course_environment_skips_the_slow_iri_parsers():
+    """Every process of the course's environment, nbgrader's and Jupyter's commands too,
+    starts without rfc3987_syntax (``scripts/install-venv-tweaks.sh``), and notebooks are
+    still validated against their schema."""
+    probe = (
+        "import sys, nbformat\n"
+        "print(sys.modules.get('rfc3987_syntax', 'absent'))\n"
+        "nb = nbformat.v4.new_notebook()\n"
+        "nb.cells.append(nbformat.v4.new_code_cell('1'))\n"
+        "nb.cells[0]['execution_count'] = 'one'\n"
+        "try:\n"
+        "    nbformat.validate(nb)\n"
+        "except nbformat.ValidationError:\n"
+        "    print('invalid')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["None", "invalid"]

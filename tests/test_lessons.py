@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from support.course import REPO, load_json, new_course, sandbox_available
-from support.lessons import run_all
+from support.lessons import Lesson, run_all
 
 from autograder.course import assignments
 from autograder.grading.results import Status
@@ -159,38 +159,23 @@ def test_sample_submissions_get_the_expected_score_on_every_cell(graded_lessons,
 
 
 @pytest.mark.parametrize("assignment", LESSONS)
-def test_sample_submissions_match_the_current_release(assignment):
-    script = REPO / "tests" / "files" / assignment / "build_samples.py"
-    name = notebook_name(assignment)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(script),
-            "--check",
-            "--release",
-            str(REPO / "release" / assignment / f"{name}.ipynb"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def test_sample_submissions_match_the_current_release(assignment, capsys):
+    release = REPO / "release" / assignment / f"{notebook_name(assignment)}.ipynb"
+    code = Lesson(assignment).build_samples(["--check", "--release", str(release)])
+    printed = capsys.readouterr()
+    assert code == 0, printed.out + printed.err
 
 
 @pytest.mark.kernel
 @pytest.mark.parametrize("assignment", LESSONS)
-def test_run_all_on_the_solved_notebook_takes_under_3_seconds(assignment):
-    """The learner's view (release plus reference solutions), kernel start excluded.
+def test_run_all_on_the_solved_notebook_raises_nothing(assignment):
+    """The learner's view (release plus reference solutions), run top to bottom in a kernel.
 
-    Measured as the kernel's CPU time, which other processes on a busy machine do not
-    inflate; on an idle machine the wall time is about the same.
+    How long it takes is measured by ``benchmarks/run_all.py``, not asserted here: a
+    timing depends on the machine (figures in ``docs/testing.md``).
     """
     timed = run_all(REPO / "tests" / "files" / assignment / "submissions" / "reference.ipynb")
-    assert not timed.errors
-    assert timed.cpu_seconds < 3.0, (
-        f"Run all took {timed.cpu_seconds:.2f} s of kernel CPU time "
-        f"({timed.wall_seconds:.2f} s wall)"
-    )
+    assert not timed.errors, f"cells that raised: {timed.errors}"
 
 
 def _chapter_reference(assignment: str):
@@ -226,37 +211,36 @@ def test_every_lesson_carries_the_same_chapter_reference():
 
 
 @pytest.mark.parametrize("assignment", LESSONS)
-def test_sample_builder_says_how_to_generate_a_missing_release(tmp_path, assignment):
-    script = REPO / "tests" / "files" / assignment / "build_samples.py"
+def test_sample_builder_says_how_to_generate_a_missing_release(tmp_path, assignment, capsys):
     missing = tmp_path / "missing.ipynb"
-    proc = subprocess.run(
-        [sys.executable, str(script), "--check", "--release", str(missing)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-    )
-    assert proc.returncode == 2
-    assert f"{missing} not found" in proc.stderr
-    assert f"specdec-course release {assignment}" in proc.stderr
+    assert Lesson(assignment).build_samples(["--check", "--release", str(missing)]) == 2
+    printed = capsys.readouterr().err
+    assert f"{missing} not found" in printed
+    assert f"specdec-course release {assignment}" in printed
 
 
 @pytest.mark.kernel
-@pytest.mark.parametrize("assignment", LESSONS)
-def test_plain_nbgrader_commands_work_on_the_course(tmp_path, assignment):
-    """`nbgrader generate_assignment` and `nbgrader autograde`, as they are, give full marks."""
-    course = new_course(tmp_path / "plain", {assignment: REPO / "source" / assignment})
+def test_plain_nbgrader_commands_work_on_the_course(tmp_path):
+    """`nbgrader generate_assignment` and `nbgrader autograde`, as they are, give every
+    lesson's reference full marks.  One course holds every lesson, and each command takes
+    them all at once with nbgrader's own ``*`` pattern, as an instructor may type it."""
+    course = new_course(tmp_path / "plain", {a: REPO / "source" / a for a in LESSONS})
     nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
-    run = dict(cwd=course, capture_output=True, text=True, timeout=600)
-    proc = subprocess.run(nbgrader + ["generate_assignment", assignment], **run)
+    run = dict(cwd=course, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(nbgrader + ["generate_assignment", "*"], **run)
     assert proc.returncode == 0, proc.stderr
-    name = notebook_name(assignment)
-    target = course / "submitted" / "ref" / assignment / f"{name}.ipynb"
-    target.parent.mkdir(parents=True)
-    shutil.copy2(REPO / "tests/files" / assignment / "submissions/reference.ipynb", target)
-    proc = subprocess.run(nbgrader + ["autograde", assignment], **run)
+    for assignment in LESSONS:
+        released = course / "release" / assignment / f"{notebook_name(assignment)}.ipynb"
+        assert released.is_file(), f"{assignment}: generate_assignment released nothing"
+        target = course / "submitted" / "ref" / assignment / released.name
+        target.parent.mkdir(parents=True)
+        shutil.copy2(REPO / "tests/files" / assignment / "submissions/reference.ipynb", target)
+    proc = subprocess.run(nbgrader + ["autograde", "*"], **run)
     assert proc.returncode == 0, proc.stderr
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        submission = gb.find_submission(assignment, "ref")
-        assert submission.max_score > 0 and submission.score == submission.max_score
+        scores = {a: gb.find_submission(a, "ref") for a in LESSONS}
+        short = {a: (s.score, s.max_score) for a, s in scores.items() if s.score != s.max_score}
+        assert all(s.max_score > 0 for s in scores.values())
+    assert not short, f"lessons short of full marks under plain nbgrader: {short}"

@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from support.course import FILES, REPO, new_course, sandbox_available
+from support.course import FILES, REPO, sandbox_available
 from traitlets.config import Config
 
 from autograder import integrity, sandbox
@@ -408,14 +408,14 @@ EXPECTED = json.loads((ADVERSARIAL / "expected.json").read_text())
 
 
 @pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
+def corpus(tmp_path_factory, one_lesson_course):
     """Grade every adversarial submission once (sandboxed, 2 workers); return the results."""
     if not sandbox_available():
         pytest.skip(f"sandbox unavailable: {sandbox.sandbox_problem()}")
     from autograder.grade import grade
 
     tmp = tmp_path_factory.mktemp("adversarial")
-    course = new_course(tmp / "course", {ASSIGNMENT: REPO / "source" / ASSIGNMENT})
+    course = one_lesson_course(ASSIGNMENT, tmp / "course")
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(8)
@@ -491,13 +491,11 @@ def test_adversarial_corpus_leaves_the_course_and_the_network_alone(corpus):
     assert (course / "gradebook.db").read_bytes()[-5:] != b"pwned"
 
 
-def test_corpus_is_up_to_date(tmp_path):
-    """The committed corpus is what build_corpus.py makes from today's source and release."""
-    from support.course import released_notebook
+def test_corpus_is_up_to_date():
+    """The committed corpus is what build_corpus.py makes from today's source and release.
 
-    course = new_course(tmp_path / "course", {ASSIGNMENT: REPO / "source" / ASSIGNMENT})
-    released_notebook(course, ASSIGNMENT, "acceptance_tests")
-    release = course / "release" / ASSIGNMENT / "acceptance_tests.ipynb"
+    The committed release is today's: ``test_lessons.py`` checks it against the source."""
+    release = REPO / "release" / ASSIGNMENT / "acceptance_tests.ipynb"
     sys.path.insert(0, str(ADVERSARIAL))
     try:
         import build_corpus

@@ -132,8 +132,8 @@ class Lesson:
         self.source_nb = nbformat.read(path, as_version=4)
         self.samples_dir = FILES / self.assignment
         self.samples = _load(self.samples_dir / "build_samples.py", f"{self.assignment}_samples")
-        builder = _load(FILES / "sample_builder.py", "sample_builder")
-        self.reference_bodies = builder.reference_bodies(self.source_nb)
+        self.builder = _load(FILES / "sample_builder.py", "sample_builder")
+        self.reference_bodies = self.builder.reference_bodies(self.source_nb)
         self.test_cells = self._cells("grade")
         self.solution_cells = self._cells("solution")
         self.points = {g: c.metadata["nbgrader"]["points"] for g, c in self.test_cells.items()}
@@ -149,6 +149,10 @@ class Lesson:
     def scenarios(self) -> dict[str, dict[str, str]]:
         """``build_samples.SCENARIOS``: {scenario: {grade_id: solution body}}."""
         return self.samples.SCENARIOS
+
+    def build_samples(self, argv: list[str]) -> int:
+        """Run ``build_samples.py`` with ``argv`` in this process; return its exit code."""
+        return self.builder.main(self.samples_dir, self.scenarios, argv)
 
     @property
     def expected(self) -> dict[str, dict[str, float]]:
