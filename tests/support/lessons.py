@@ -159,6 +159,46 @@ class Lesson:
         """``expected.json``: {scenario: {grade_id: points}}."""
         return json.loads((self.samples_dir / "expected.json").read_text())
 
+    def lost_cells(self, scenario: str) -> set[str]:
+        """The test cells on which sample ``scenario`` scores zero (``expected.json``)."""
+        return {gid for gid, points in self.expected[scenario].items() if points == 0}
+
+    def message_coverage_problems(
+        self, messages: Mapping[str, Mapping[str, str]], *, exempt: Collection[str] = ()
+    ) -> list[str]:
+        """What keeps ``messages`` ({mistake sample: {lost cell: words}}) from covering every
+        sample mistake but ``exempt``, each for exactly the cells that the sample loses."""
+        mistakes = {s for s in self.scenarios if s.startswith("mistake-")} - set(exempt)
+        problems = [f"{s}: no messages given" for s in sorted(mistakes - set(messages))]
+        problems += [f"{s}: not a sample mistake" for s in sorted(set(messages) - mistakes)]
+        problems += [
+            f"{s}: messages for {sorted(m)}, but it loses {sorted(self.lost_cells(s))}"
+            for s, m in messages.items()
+            if s in mistakes and set(m) != self.lost_cells(s)
+        ]
+        return problems
+
+    def message_problems(self, scenario: str, expected: Mapping[str, str]) -> list[str]:
+        """How sample ``scenario``, run on the cells of ``expected`` ({cell: words}), fails to
+        lose exactly those cells with messages that say those words."""
+        lost = failing(self.run(self.scenarios[scenario], only=set(expected)).outcomes)
+        problems = [] if set(lost) == set(expected) else [f"lost {sorted(lost)}"]
+        problems += [
+            f"{gid}: {lost[gid]!r} does not say {words!r}"
+            for gid, words in expected.items()
+            if gid in lost and words not in lost[gid]
+        ]
+        return problems
+
+    def reference_import_problems(self, scenario: str = "mistake-imports-reference") -> list[str]:
+        """How sample ``scenario``, which imports the reference, fails to lose every test cell
+        with a message that names the reference implementation."""
+        lost = failing(self.run(self.scenarios[scenario]).outcomes)
+        passed = sorted(set(self.test_cells) - set(lost))
+        problems = [f"passed: {passed}"] if passed else []
+        problems += [f"{g}: {m!r}" for g, m in lost.items() if "reference implementation" not in m]
+        return problems
+
     def missing_docstring_phrases(self, grade_id: str, phrases: Collection[str]) -> list[str]:
         """The ``phrases`` that the docstring of solution cell ``grade_id`` does not state."""
         source = self.solution_cells[grade_id].source
