@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 .PHONY: demo test test-fast lab lint release bench clean
 
 # (Re)create the virtual environment when it is missing or older than pyproject.toml.
-$(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth
+$(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth scripts/install-venv-tweaks.sh
 	bash scripts/install-system-deps.sh
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip
