@@ -20,5 +20,8 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Another apt run (an unattended upgrade, a second checkout's make) holds dpkg's lock for a
+# while: wait for it rather than fail.
+wait_for_lock=(-o DPkg::Lock::Timeout=600)
+$SUDO apt-get "${wait_for_lock[@]}" update -qq
+$SUDO apt-get "${wait_for_lock[@]}" install -y -qq --no-install-recommends "${missing[@]}"
