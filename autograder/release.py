@@ -31,7 +31,13 @@ from autograder.course import (
 from autograder.files import write_atomic
 from autograder.grading.job import Job
 from autograder.grading.pool import run_jobs
-from autograder.grading.template import build_template, template_test_cells
+from autograder.grading.results import SubmissionResult
+from autograder.grading.template import (
+    build_template,
+    mark_synced,
+    source_hash,
+    template_test_cells,
+)
 from autograder.sandbox import sandbox_problem
 
 #: Text that must never reach learners.
@@ -68,8 +74,10 @@ def release(
 ) -> list[ReleaseReport]:
     """Generate ``release/`` for one assignment (or ``all``), refusing a bad one.
 
-    ``check`` autogrades the source and the release to prove full marks and zero.
-    ``sandbox`` runs those checks in the sandbox (default: when it can run here).
+    ``check`` autogrades the source and the release to prove full marks and zero; the
+    checks of every assignment share one worker pool.  ``sandbox`` runs them in the
+    sandbox (default: when it can run here).  Assignments are released in order, up to
+    the first that is refused (:class:`ReleaseError`).
     """
     root = find_course(course)
     if all:
@@ -78,47 +86,75 @@ def release(
         targets = [assignment]
     else:
         raise UsageError("name an assignment or pass --all")
-    return [_release_one(root, name, check=check, sandbox=sandbox) for name in targets]
-
-
-def _release_one(
-    root: Path, assignment: str, *, check: bool, sandbox: bool | None
-) -> ReleaseReport:
-    if not (root / "source" / assignment).is_dir():
-        raise UsageError(
-            f"unknown assignment {assignment!r} (known: {', '.join(assignments(root))})"
-        )
-    staging = Path(tempfile.mkdtemp(prefix="release-", dir=scratch_dir(root)))
+    for name in targets:
+        if not (root / "source" / name).is_dir():
+            raise UsageError(f"unknown assignment {name!r} (known: {', '.join(assignments(root))})")
+    stages: list[_Stage] = []
     try:
-        config = load_config(root)
-        config.CourseDirectory.release_directory = str(staging.relative_to(root))
-        outcome = nbgrader_api(config).generate_assignment(assignment, force=True, create=True)
-        if not outcome.get("success"):
-            raise ReleaseError(
-                f"nbgrader could not generate {assignment}:\n{outcome.get('log', '')}"
-                f"{outcome.get('error', '')}"
-            )
-        generated = staging / assignment
-        for path in generated.glob("*.ipynb"):
-            _normalize(path)
-        problems = leak_problems(root / "source" / assignment, generated)
-        report = ReleaseReport(assignment)
-        if check and not problems:
-            problems += _self_check(root, assignment, generated, report, sandbox)
-        if problems:
-            raise ReleaseError(
-                f"release of {assignment} refused; release/{assignment} was left unchanged:\n"
-                + "\n".join(f"  - {p}" for p in problems)
-            )
-        target = root / "release" / assignment
-        if target.exists():
-            shutil.rmtree(target)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(generated, target)
-        report.notebooks = sorted(target.glob("*.ipynb"))
-        return report
+        for name in targets:
+            stages.append(_stage(root, name))
+            if stages[-1].problems:
+                break  # nothing after a refused assignment is released
+        if check:
+            _self_check(root, [s for s in stages if not s.problems], sandbox)
+        return [_install(root, stage) for stage in stages]
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        for stage in stages:
+            shutil.rmtree(stage.staging, ignore_errors=True)
+
+
+@dataclass
+class _Stage:
+    """One assignment generated into a staging folder, not yet in ``release/``."""
+
+    report: ReleaseReport
+    staging: Path
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def generated(self) -> Path:
+        return self.staging / self.report.assignment
+
+
+def _stage(root: Path, assignment: str) -> _Stage:
+    """Generate ``assignment`` into a staging folder and look for leaks.
+
+    nbgrader's ``generate_assignment`` also records the assignment in the course
+    gradebook, which is what ``grade``'s gradebook sync would do: it is stamped as synced.
+    """
+    staging = Path(tempfile.mkdtemp(prefix="release-", dir=scratch_dir(root)))
+    stage = _Stage(ReleaseReport(assignment), staging)
+    config = load_config(root)
+    config.CourseDirectory.release_directory = str(staging.relative_to(root))
+    outcome = nbgrader_api(config).generate_assignment(assignment, force=True, create=True)
+    if not outcome.get("success"):
+        stage.problems.append(
+            f"nbgrader could not generate {assignment}:\n{outcome.get('log', '')}"
+            f"{outcome.get('error', '')}"
+        )
+        return stage
+    mark_synced(root, assignment, source_hash(root, assignment))
+    for path in stage.generated.glob("*.ipynb"):
+        _normalize(path)
+    stage.problems += leak_problems(root / "source" / assignment, stage.generated)
+    return stage
+
+
+def _install(root: Path, stage: _Stage) -> ReleaseReport:
+    """Copy a checked stage to ``release/<assignment>/``, or refuse it."""
+    assignment = stage.report.assignment
+    if stage.problems:
+        raise ReleaseError(
+            f"release of {assignment} refused; release/{assignment} was left unchanged:\n"
+            + "\n".join(f"  - {p}" for p in stage.problems)
+        )
+    target = root / "release" / assignment
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(stage.generated, target)
+    stage.report.notebooks = sorted(target.glob("*.ipynb"))
+    return stage.report
 
 
 def _normalize(path: Path) -> None:
@@ -180,54 +216,67 @@ def _solution_lines(source: Path) -> set[str]:
     return {ln for ln in lines if len(ln) >= MIN_LEAK_LINE and not ln.startswith("#")}
 
 
-def _self_check(
-    root: Path, assignment: str, generated: Path, report: ReleaseReport, sandbox: bool | None
-) -> list[str]:
-    """Autograde the source (must get full marks) and the release (must get zero)."""
+def _self_check(root: Path, stages: list[_Stage], sandbox: bool | None) -> None:
+    """Autograde each stage's source (full marks) and release (zero), in one worker pool;
+    what fails is added to the stage's problems."""
+    if not stages:
+        return
     if sandbox is None:
         sandbox = sandbox_problem() is None
-    template, _ = build_template(root, assignment)
-    problems = []
     run_root = Path(tempfile.mkdtemp(prefix="selfcheck-", dir=scratch_dir(root)))
     try:
         jobs = []
-        for path in sorted(generated.glob("*.ipynb")):
-            source_nb = root / "source" / assignment / path.name
-            for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
-                jobs.append(
-                    Job(
-                        assignment=assignment,
-                        student=student,
-                        notebook=path.stem,
-                        data=nb_path.read_bytes(),
-                        template=template,
-                        scratch_root=run_root,
-                        sandbox=sandbox,
+        templates = {}
+        by_assignment = {stage.report.assignment: stage for stage in stages}
+        for assignment, stage in by_assignment.items():
+            template, _ = build_template(root, assignment)
+            templates[assignment] = template
+            released = sorted(stage.generated.glob("*.ipynb"))
+            if len(released) > 1:
+                raise UsageError("multi-notebook assignments are not supported by the self-check")
+            for path in released:
+                source_nb = root / "source" / assignment / path.name
+                for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
+                    jobs.append(
+                        Job(
+                            assignment=assignment,
+                            student=student,
+                            notebook=path.stem,
+                            data=nb_path.read_bytes(),
+                            template=template,
+                            scratch_root=run_root,
+                            sandbox=sandbox,
+                        )
                     )
-                )
-        if len({j.notebook for j in jobs}) > 1:
-            raise UsageError("multi-notebook assignments are not supported by the self-check")
         for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
-            cells = template_test_cells(template, assignment, job.notebook)
-            got = {c.grade_id: c for c in result.cells}
-            if not got:
-                problems.append(f"{job.student}: could not be graded: {result.reason}")
-                continue
-            score = sum(c.score for c in got.values())
-            total = sum(cells.values())
-            if job.student == "source-solution":
-                report.source_scores[job.notebook] = (score, total)
-                for gid in cells:
-                    c = got.get(gid)
-                    if not c or c.score < c.max_score:
-                        msg = c.message if c else "missing"
-                        problems.append(f"source does not pass {gid}: {msg}")
-            else:
-                report.release_scores[job.notebook] = (score, total)
-                for gid in cells:
-                    c = got.get(gid)
-                    if c and c.score > 0:
-                        problems.append(f"blank release scores {c.score:g} on {gid} (must be 0)")
+            stage = by_assignment[job.assignment]
+            stage.problems += _check_problems(templates[job.assignment], stage.report, job, result)
     finally:
         shutil.rmtree(run_root, ignore_errors=True)
+
+
+def _check_problems(
+    template: Path, report: ReleaseReport, job: Job, result: SubmissionResult
+) -> list[str]:
+    """What the self-check's ``result`` for ``job`` says is wrong (recording its score)."""
+    cells = template_test_cells(template, job.assignment, job.notebook)
+    got = {c.grade_id: c for c in result.cells}
+    if not got:
+        return [f"{job.student}: could not be graded: {result.reason}"]
+    score = sum(c.score for c in got.values())
+    total = sum(cells.values())
+    problems = []
+    if job.student == "source-solution":
+        report.source_scores[job.notebook] = (score, total)
+        for gid in cells:
+            c = got.get(gid)
+            if not c or c.score < c.max_score:
+                msg = c.message if c else "missing"
+                problems.append(f"source does not pass {gid}: {msg}")
+    else:
+        report.release_scores[job.notebook] = (score, total)
+        for gid in cells:
+            c = got.get(gid)
+            if c and c.score > 0:
+                problems.append(f"blank release scores {c.score:g} on {gid} (must be 0)")
     return problems

@@ -103,6 +103,43 @@ def test_leak_scan_finds_markers_reference_and_solution_lines(course, tmp_path):
     assert "helper.txt" in problems
 
 
+def test_release_records_the_assignment_so_grade_does_not_sync_it_again(course):
+    from autograder.course import gradebook, load_config
+    from autograder.grading.template import build_template, sync_gradebook
+
+    release("mini", course=course, check=False)
+    _, template_hash = build_template(course, "mini")
+    sync_gradebook(course, "mini", template_hash)
+
+    stamp = course / ".scratch/gradebook-sync/mini.synced"
+    assert stamp.read_text() == f"sqlite:///<course>/gradebook.db\n{template_hash}"
+    assert not (course / ".scratch/gradebook-sync/mini").exists()  # no second nbgrader run
+    with gradebook(f"sqlite:///{course / 'gradebook.db'}", load_config(course)) as gb:
+        assert [n.name for n in gb.find_assignment("mini").notebooks] == ["mini"]
+
+
+def test_release_all_checks_every_assignment_and_stops_at_the_first_refused(course):
+    import shutil
+
+    for name in ("mini_b", "mini_c"):
+        shutil.copytree(course / "source/mini", course / f"source/{name}")
+    path = course / "source/mini_b/mini.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "square":
+            cell.source = cell.source.replace("x * x", "x * 3")
+    nbformat.write(nb, path)
+
+    with pytest.raises(ReleaseError) as refused:
+        release(course=course, all=True)
+
+    assert "release of mini_b refused" in str(refused.value)
+    assert "source does not pass" in str(refused.value)
+    assert (course / "release/mini/mini.ipynb").exists()
+    assert not (course / "release/mini_b").exists()
+    assert not (course / "release/mini_c").exists()  # after the refused one (in order)
+
+
 def test_release_all_releases_every_assignment(course, capsys):
     import shutil
 

@@ -25,10 +25,7 @@ def build_template(course: Path, assignment: str) -> tuple[Path, str]:
     Cached under ``.scratch/templates`` by the hash of the config and source notebooks.
     """
     sources = sorted((course / "source" / assignment).glob("*.ipynb"))
-    digest = hashlib.sha256((course / "nbgrader_config.py").read_bytes())
-    for path in sources:
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    template_hash = digest.hexdigest()[:16]
+    template_hash = source_hash(course, assignment)
     template = scratch_dir(course) / "templates" / f"{assignment}-{template_hash}"
     if (template / "gradebook.db").exists():
         return template, template_hash
@@ -55,6 +52,14 @@ def build_template(course: Path, assignment: str) -> tuple[Path, str]:
     return template, template_hash
 
 
+def source_hash(course: Path, assignment: str) -> str:
+    """The hash of the course config and the assignment's source notebooks."""
+    digest = hashlib.sha256((course / "nbgrader_config.py").read_bytes())
+    for path in sorted((course / "source" / assignment).glob("*.ipynb")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def sync_gradebook(course: Path, assignment: str, template_hash: str | None = None) -> None:
     """Make the course gradebook know the assignment's current cells (release/ untouched).
 
@@ -64,9 +69,12 @@ def sync_gradebook(course: Path, assignment: str, template_hash: str | None = No
     """
     config = load_config(course)
     url = db_url(course, config)
-    stamp = scratch_dir(course) / "gradebook-sync" / f"{assignment}.synced"
-    stamped = f"{_stamped_url(course, url)}\n{template_hash}"
-    if template_hash and stamp.exists() and stamp.read_text() == stamped:
+    stamp = _stamp(course, assignment)
+    if (
+        template_hash
+        and stamp.exists()
+        and stamp.read_text() == _stamp_text(course, url, template_hash)
+    ):
         try:
             with gradebook(url, config) as gb:
                 gb.find_assignment(assignment)
@@ -80,8 +88,23 @@ def sync_gradebook(course: Path, assignment: str, template_hash: str | None = No
             f"cannot record {assignment!r} in the gradebook:\n{outcome.get('log', '')}"
         )
     if template_hash:
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(stamp, stamped)
+        mark_synced(course, assignment, template_hash)
+
+
+def mark_synced(course: Path, assignment: str, template_hash: str) -> None:
+    """Record that the course gradebook knows ``assignment`` as of ``template_hash`` (after an
+    nbgrader ``generate_assignment`` that wrote it)."""
+    stamp = _stamp(course, assignment)
+    stamp.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(stamp, _stamp_text(course, db_url(course, load_config(course)), template_hash))
+
+
+def _stamp(course: Path, assignment: str) -> Path:
+    return scratch_dir(course) / "gradebook-sync" / f"{assignment}.synced"
+
+
+def _stamp_text(course: Path, url: str, template_hash: str) -> str:
+    return f"{_stamped_url(course, url)}\n{template_hash}"
 
 
 def _stamped_url(course: Path, url: str) -> str:
