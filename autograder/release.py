@@ -133,7 +133,7 @@ def _stage(root: Path, assignment: str) -> _Stage:
             f"{outcome.get('error', '')}"
         )
         return stage
-    mark_synced(root, assignment, source_hash(root, assignment))
+    mark_synced(root, assignment, source_hash(root, assignment), config)
     for path in stage.generated.glob("*.ipynb"):
         _normalize(path)
     stage.problems += leak_problems(root / "source" / assignment, stage.generated)

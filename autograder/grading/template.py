@@ -88,15 +88,15 @@ def sync_gradebook(course: Path, assignment: str, template_hash: str | None = No
             f"cannot record {assignment!r} in the gradebook:\n{outcome.get('log', '')}"
         )
     if template_hash:
-        mark_synced(course, assignment, template_hash)
+        mark_synced(course, assignment, template_hash, config)
 
 
-def mark_synced(course: Path, assignment: str, template_hash: str) -> None:
-    """Record that the course gradebook knows ``assignment`` as of ``template_hash`` (after an
-    nbgrader ``generate_assignment`` that wrote it)."""
+def mark_synced(course: Path, assignment: str, template_hash: str, config) -> None:
+    """Record that the gradebook of ``config`` knows ``assignment`` as of ``template_hash``
+    (after an nbgrader ``generate_assignment`` with that config wrote it)."""
     stamp = _stamp(course, assignment)
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(stamp, _stamp_text(course, db_url(course, load_config(course)), template_hash))
+    write_atomic(stamp, _stamp_text(course, db_url(course, config), template_hash))
 
 
 def _stamp(course: Path, assignment: str) -> Path:
