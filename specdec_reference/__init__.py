@@ -15,21 +15,31 @@ The hidden tests of the course score learners against these functions.
   ``speculative_step``, ``greedy_step``);
 - :mod:`~specdec_reference.analysis`: expected tokens per pass and speed
   (``expected_tokens``, ``speed_estimate``, ``speedup``, ``walltime_improvement``,
-  ``optimal_k``);
+  ``optimal_k``, ``speculation_pays``);
 - :mod:`~specdec_reference.ngram`: character n-gram models trained on the standard
   library (``train_ngram``, ``encode``, ``decode``, ``corpus_text``);
 - :mod:`~specdec_reference.decoding`: the whole decoder (``with_temperature``,
   ``draft``, ``generate``, ``speculative_decode``, ``measured_alpha``,
-  ``tokens_per_pass``, ``prefix_distribution``).
+  ``tokens_per_pass``, ``prefix_distribution``);
+- :mod:`~specdec_reference.kvcache`: a key-value cache and the decoder that rolls it
+  back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
 """
 
+from . import kvcache as kvcache  # the cached models, for the hidden tests: _ref.kvcache
 from . import ngram as ngram  # the models module, for the hidden tests: _ref.ngram.encode
 from . import specs as specs  # the published figures, for the hidden tests: _ref.specs
 from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
-from .analysis import expected_tokens, optimal_k, speed_estimate, speedup, walltime_improvement
+from .analysis import (
+    expected_tokens,
+    optimal_k,
+    speculation_pays,
+    speed_estimate,
+    speedup,
+    walltime_improvement,
+)
 from .decoding import (
     draft,
     generate,
@@ -73,6 +83,7 @@ __all__ = [
     "speedup",
     "walltime_improvement",
     "optimal_k",
+    "speculation_pays",
     "with_temperature",
     "draft",
     "generate",

@@ -8,7 +8,14 @@ conditional probabilities; this constant-``alpha`` model estimates their speed.
 import math
 import operator
 
-__all__ = ["expected_tokens", "speed_estimate", "speedup", "walltime_improvement", "optimal_k"]
+__all__ = [
+    "expected_tokens",
+    "speed_estimate",
+    "speedup",
+    "walltime_improvement",
+    "optimal_k",
+    "speculation_pays",
+]
 
 
 def _check_alpha(alpha: float) -> float:
@@ -293,3 +300,46 @@ def optimal_k(alpha: float, c: float, k_max: int = 64) -> int:
         if value > best:  # strict: ties keep the smaller k
             best_k, best = k, value
     return best_k
+
+
+def speculation_pays(alpha: float, c: float) -> bool:
+    """Return whether some draft length ``k >= 1`` beats decoding with the target alone.
+
+    Parameters
+    ----------
+    alpha : float
+        Acceptance rate, in ``[0, 1]``.
+    c : float
+        Cost coefficient (draft step time over target step time), ``c >= 0``.
+
+    Returns
+    -------
+    bool
+        ``alpha > c``.
+
+    Notes
+    -----
+    For ``k = 1`` the factor of :func:`walltime_improvement` is
+    :math:`(1 + \\alpha) / (1 + c)`, above 1 exactly when :math:`\\alpha > c`.  And
+    when :math:`\\alpha \\le c` no ``k`` helps: :math:`\\alpha^i \\le \\alpha` gives
+    :math:`E[N] \\le 1 + k \\alpha \\le 1 + k c`, so the factor is at most 1
+    (Leviathan et al. 2023, Corollary 3.9).  So :func:`optimal_k` returns 0 exactly
+    when this returns False.
+
+    References
+    ----------
+    .. [1] Y. Leviathan, M. Kalman, Y. Matias, "Fast Inference from Transformers
+       via Speculative Decoding", ICML 2023, arXiv:2211.17192 (Corollary 3.9).
+    .. [2] C. Chen et al., "Accelerating Large Language Model Decoding with
+       Speculative Sampling", 2023, arXiv:2302.01318.
+
+    Examples
+    --------
+    >>> speculation_pays(0.6, 0.05), speculation_pays(0.3, 0.3), speculation_pays(0.2, 0.5)
+    (True, False, False)
+    """
+    alpha = _check_alpha(alpha)
+    c = float(c)
+    if not c >= 0:
+        raise ValueError(f"c must be >= 0, got {c!r}")
+    return alpha > c

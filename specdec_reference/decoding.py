@@ -48,7 +48,8 @@ def with_temperature(probs: npt.ArrayLike, temperature: float) -> np.ndarray:
     -------
     ndarray of float, the shape of ``probs``
         :math:`p_i^{1/T} / \\sum_j p_j^{1/T}` for ``T > 0``; for ``T = 0`` all the
-        mass on the first maximum (``numpy.argmax``).
+        mass on the first maximum (``numpy.argmax``).  That is a convention: as
+        ``T -> 0`` the limit spreads the mass evenly over tied maxima.
 
     Raises
     ------
@@ -58,10 +59,13 @@ def with_temperature(probs: npt.ArrayLike, temperature: float) -> np.ndarray:
     Notes
     -----
     With logits :math:`z = \\log p`, this is :math:`\\operatorname{softmax}(z / T)`,
-    computed from the logits less their maximum so that small ``T`` neither
-    overflows nor divides zero by zero.  Speculative sampling at temperature
-    :math:`T` is exact for the tempered target as long as the draft's
-    distribution is tempered the same way and *that* is the ``q`` the test uses.
+    computed from the logits less their maximum.  Since :math:`p \\le 1`, nothing
+    can overflow; the danger is underflow: at small ``T`` every :math:`p^{1/T}` may
+    round to 0, and the normalization divides 0 by 0.  Shifted, the largest entry
+    is :math:`e^0 = 1`.  Speculative sampling at temperature :math:`T` is exact for
+    the tempered target :math:`p_T` whatever distribution the draft samples from,
+    provided that distribution is the ``q`` given to the accept step: the draft's
+    temperature changes only the acceptance rate.
 
     References
     ----------

@@ -1,7 +1,7 @@
 """The learner's JupyterLab, tested in a real browser (Playwright + Debian's Chromium).
 
 One JupyterLab (started as ``make lab`` starts it, by `autograder.lab.start_lab`) serves
-a throwaway copy of the course, whose E7.1 and E7.2 releases are generated from the current
+a throwaway copy of the course, whose E7.1, E7.2 and E7.4 releases are generated from the current
 source with nbgrader's API, so the tests never depend on a stale ``release/`` and never write
 into the repository.  Screenshots go to ``reports/screenshots/`` (ignored by git).
 """
@@ -12,6 +12,7 @@ import json
 import re
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -45,6 +46,9 @@ SOURCE_NB = f"source/{ASSIGNMENT}/acceptance_tests.ipynb"
 E7_1 = "e7_1_why_decoding_is_slow"
 E7_1_RELEASE_NB = f"release/{E7_1}/why_decoding_is_slow.ipynb"
 E7_1_SOURCE_NB = f"source/{E7_1}/why_decoding_is_slow.ipynb"
+E7_4 = "e7_4_end_to_end"
+E7_4_RELEASE_NB = f"release/{E7_4}/end_to_end.ipynb"
+E7_4_SOURCE_NB = f"source/{E7_4}/end_to_end.ipynb"
 SCREENSHOTS = REPO / "reports" / "screenshots"
 
 ALWAYS = re.compile(r"always accepted")
@@ -65,12 +69,12 @@ def course(tmp_path_factory) -> Path:
 def lab_server(course, tmp_path_factory):
     """The learner's JupyterLab on the course copy; stopped (kernels too) even on failure.
 
-    While it boots, the E7.1 and E7.2 releases are generated from the current source.
+    While it boots, the E7.1, E7.2 and E7.4 releases are generated from the current source.
     """
     server = start_lab_server(
         course,
         tmp_path_factory.mktemp("lab-run"),
-        while_starting=lambda: [generate_release(course, a) for a in (E7_1, ASSIGNMENT)],
+        while_starting=lambda: [generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_4)],
     )
     yield server
     server.stop()
@@ -333,17 +337,64 @@ def test_source_notebook_runs_top_to_bottom_without_error(page, lab_server):
     assert not nbp.errors, nbp.errors
 
 
+@dataclass(frozen=True)
+class Solved:
+    """What a learner who solved a lesson sees after Run all."""
+
+    release: str  # the notebook, relative to the course
+    source: str
+    functions: frozenset[str]  # solution cells that must be there
+    figures: tuple[str, ...]  # one screenshot name per plt.show() cell, in order
+    texts: dict[str, tuple[str, ...]]  # {text in a cell's source: texts its output shows}
+
+
+SOLVED = {
+    E7_1: Solved(
+        E7_1_RELEASE_NB,
+        E7_1_SOURCE_NB,
+        frozenset({"step_time", "ridge_batch", "verify_cost_ratio", "greedy_verify"}),
+        ("batch", "roofline", "trace"),
+        {
+            "plain = prompt  # plain greedy": (
+                "the same text as plain greedy decoding: True",
+                "passes saved",
+            )
+        },
+    ),
+    E7_4: Solved(
+        E7_4_RELEASE_NB,
+        E7_4_SOURCE_NB,
+        frozenset(
+            {"with_temperature", "draft", "speculative_decode", "speculative_decode_cached"}
+            | {"measured_alpha", "tokens_per_pass", "improvement_factor", "speculation_pays"}
+            | {"best_k"}
+        ),
+        ("acceptance",),
+        {
+            "recorded = Recording(": ("characters from", "target's token"),
+            "for label, target_view, draft_view in": ("draft at T = 1", "target untempered"),
+            "samplers = {": ("never-truncated target", "OUTSIDE"),
+        },
+    ),
+}
+
+
 @pytest.mark.browser
 @pytest.mark.kernel
-def test_learner_solves_e7_1_runs_it_top_to_bottom_and_validates(page, lab_server, course):
-    """E7.1's release with every solution typed in: Run all draws every figure, no error.
+@pytest.mark.parametrize("assignment", sorted(SOLVED))
+def test_learner_solves_a_lesson_runs_it_top_to_bottom_and_validates(
+    page, lab_server, course, assignment
+):
+    """A release with every solution typed in: Run all draws every figure, no error.
 
     Nothing writes to stderr (a learner would see it in red), and Validate passes.
     """
-    nbp = NotebookPage(page, lab_server, E7_1_RELEASE_NB)
+    lesson = SOLVED[assignment]
+    short = assignment[:4]
+    nbp = NotebookPage(page, lab_server, lesson.release)
     expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")
-    solutions = solution_sources(course / E7_1_SOURCE_NB)
-    assert {"step_time", "ridge_batch", "verify_cost_ratio", "greedy_verify"} <= set(solutions)
+    solutions = solution_sources(course / lesson.source)
+    assert lesson.functions <= set(solutions)
     for grade_id, text in solutions.items():
         nbp.replace_cell_source(nbp.index_of(grade_id), text)
 
@@ -359,20 +410,23 @@ def test_learner_solves_e7_1_runs_it_top_to_bottom_and_validates(page, lab_serve
     ]
     assert not noisy, {i: saved.cells[i].source[:200] for i in noisy}
     figures = plot_cells(saved)
-    assert len(figures) == 3, "time per token, the roofline, the greedy trace"
+    assert len(figures) == len(lesson.figures), lesson.figures
     assert_plots_are_images(nbp, figures)
-    for index, name in zip(figures, ("batch", "roofline", "trace"), strict=True):
+    for index, name in zip(figures, lesson.figures, strict=True):
         area = nbp.cell(index).locator(".jp-OutputArea")
         area.scroll_into_view_if_needed()
-        screenshot(area, f"e7_1-solved-{name}.png")
-    [trace_cell] = [i for i in figures if "greedy_verify(" in saved.cells[i].source]
-    trace = nbp.cell(trace_cell).locator(".jp-OutputArea")
-    expect(trace).to_contain_text("the same text as plain greedy decoding: True")
-    expect(trace).to_contain_text("passes saved")
+        screenshot(area, f"{short}-solved-{name}.png")
+    for marker, shown in lesson.texts.items():
+        [index] = [i for i, c in enumerate(saved.cells) if marker in c.source]
+        area = nbp.cell(index).locator(".jp-OutputArea")
+        for text in shown:
+            expect(area).to_contain_text(text)
+        area.scroll_into_view_if_needed()
+        screenshot(nbp.cell(index), f"{short}-solved-cell{index}.png")
 
     dialog = nbp.validate()
     expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
-    screenshot(page, "e7_1-validated.png")
+    screenshot(page, f"{short}-validated.png")
     dialog.locator(".jp-Dialog-button", has_text="Ok").click()
     expect(dialog).to_have_count(0)
     assert not nbp.errors, nbp.errors

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from support.lessons import Lesson, failing
 
-#: Ungraded cells the test cells' visible parts rely on (models, generate, layer, verify).
+#: Ungraded cells the test cells' visible parts rely on (models, generate, verify, caches).
 LESSON = Lesson(
     "e7_4_end_to_end",
     support_cells={
@@ -24,6 +24,7 @@ LESSON = Lesson(
         "code-models",
         "code-generate",
         "code-verify",
+        "code-cache",
         "code-expected-tokens",
     },
 )
@@ -32,6 +33,7 @@ EXPECTED = LESSON.expected
 TEST_CELLS = LESSON.test_cells
 SOLUTION_CELLS = LESSON.solution_cells
 DECODE_CELLS = {g for g in TEST_CELLS if g.startswith("test_speculative_decode")}
+CACHED_CELLS = {g for g in TEST_CELLS if g.startswith("test_speculative_decode_cached")}
 EXACT = ("test_speculative_decode_exact", "test_speculative_decode_exact_at_temperature")
 
 
@@ -117,9 +119,17 @@ def test_broken_callees_cost_nothing_in_the_decoder_cells():
     assert failing(execute(broken, only=DECODE_CELLS)) == {}
 
 
-def test_a_broken_improvement_factor_costs_nothing_in_the_best_k_cells():
-    cells = {g for g in TEST_CELLS if g.startswith(("test_improvement", "test_best_k"))}
-    lost = failing(execute({"improvement_factor": "return 0.0"}, only=cells))
+def test_a_broken_improvement_factor_costs_nothing_in_the_best_k_and_pays_cells():
+    cells = {
+        g
+        for g in TEST_CELLS
+        if g.startswith(("test_improvement", "test_best_k", "test_speculation"))
+    }
+    bodies = {
+        "improvement_factor": "return 0.0",
+        "speculation_pays": "return improvement_factor(alpha, 1, c) > 1",  # leans on it
+    }
+    lost = failing(execute(bodies, only=cells))
     assert set(lost) == {"test_improvement_factor_values", "test_improvement_factor_limits"}
 
 
@@ -152,6 +162,19 @@ SAMPLE_MESSAGES = {
         "test_speculative_decode_exact_at_temperature": "probability below",
         "test_speculative_decode_greedy": "plain greedy decoding",
     },
+    "mistake-draft-empty-crash": {"test_draft_empty": "without np.stack([])"},
+    "mistake-target-not-tempered": {
+        "test_speculative_decode_exact_at_temperature": "nearer to the target not tempered",
+        "test_speculative_decode_greedy": "plain greedy decoding",
+    },
+    "mistake-stale-draft-context": {
+        "test_speculative_decode_passes": "draft-side cache-rollback mistake",
+    },
+    "mistake-cache-not-truncated": {
+        "test_speculative_decode_cached_rollback": "cache-rollback mistake",
+        "test_speculative_decode_cached_greedy": "truncate it to len(text) - 1",
+    },
+    "mistake-pays-at-a-tie": {"test_speculation_pays_iff_alpha_exceeds_c": "not >="},
     "mistake-alpha-over-drafted": {"test_measured_alpha_values": "accepted over drafted tokens"},
     "mistake-closed-form-at-one": {"test_improvement_factor_limits": "closed form is 0/0"},
     "mistake-best-k-from-one": {
@@ -201,26 +224,6 @@ EXTRA_MUTANTS = {
         },
         AT_TEMPERATURE,
         {"test_speculative_decode_exact_at_temperature": "q at temperature 1 while sampling at T"},
-    ),
-    # Tempers the draft but scores with the untempered target.
-    "decoder-tempers-only-the-draft": (
-        {
-            "speculative_decode": """
-            out, stats = [], []
-            while len(out) < n:
-                context = list(prompt) + out
-                drafted, q = draft(draft_model, context, k, rng, temperature)
-                emitted = verify(target_model.probs_along(context, drafted), q, drafted, rng)
-                out += emitted
-                stats.append((k, len(emitted) - 1, len(emitted)))
-            return out[:n], stats
-            """
-        },
-        AT_TEMPERATURE,
-        {
-            "test_speculative_decode_exact_at_temperature": "probability below",
-            "test_speculative_decode_greedy": "plain greedy decoding",
-        },
     ),
     # Correct text, but one target call per position instead of one pass.
     "decoder-calls-the-target-per-position": (
@@ -300,6 +303,44 @@ EXTRA_MUTANTS = {
             "test_draft_follows_q": "nearer to sampling at temperature 1",
             "test_draft_seeded": "one rng.choice(V, p=q_i) per token",
         },
+    ),
+    # Off by one: keeps an entry for the position of the target's new token, which holds the
+    # rejected drafted token.
+    "cached-truncates-to-the-text-length": (
+        {
+            "speculative_decode_cached": LESSON.samples.cached_loop(
+                ["target.cache.truncate(len(text))", "draft_model.cache.truncate(len(text))"]
+            )
+        },
+        CACHED_CELLS,
+        {
+            "test_speculative_decode_cached_rollback": "cache-rollback mistake",
+            "test_speculative_decode_cached_greedy": "truncate it to len(text) - 1",
+        },
+    ),
+    # Rolls the target back but never the draft: after a rejection the draft's cache
+    # reaches past the text, and the next pass has nothing to feed it.
+    "cached-rolls-back-only-the-target": (
+        {
+            "speculative_decode_cached": LESSON.samples.cached_loop(
+                ["target.cache.truncate(len(text) - 1)"]
+            )
+        },
+        CACHED_CELLS,
+        {
+            "test_speculative_decode_cached_rollback": "the draft was fed nothing",
+            "test_speculative_decode_cached_greedy": "the draft was fed nothing",
+        },
+    ),
+    # Correct text, but it empties both caches and feeds the whole text again every pass.
+    "cached-recomputes-everything": (
+        {
+            "speculative_decode_cached": LESSON.samples.cached_loop(
+                [], before=["target.cache.truncate(0)", "draft_model.cache.truncate(0)"]
+            )
+        },
+        CACHED_CELLS,
+        {"test_speculative_decode_cached_rollback": "than the rollback needs"},
     ),
     "tokens-per-pass-without-the-target-token": (
         {"tokens_per_pass": "return sum(a for _, a, _ in stats) / len(stats)"},
@@ -389,7 +430,13 @@ def test_the_notebook_models_give_the_reference_distributions():
 
 GRADED_PHRASES = {
     "with_temperature": ["p ** (1 / T)", "first maximum", "1e-9", "(m, V)", "T = 0.01"],
-    "draft": ["rng.choice(V, p=q_i)", "Must not be modified", "Make no other draws", "(1 point)"],
+    "draft": [
+        "rng.choice(V, p=q_i)",
+        "Must not be modified",
+        "Make no other draws",
+        "(1 point) k = 0",
+        "k >= 0",
+    ],
     "speculative_decode": [
         "exactly one target_model.probs_along(context, drafted) call",
         "(drafted, accepted, emitted)",
@@ -401,6 +448,15 @@ GRADED_PHRASES = {
     "tokens_per_pass": ["sum of emitted / number of passes"],
     "improvement_factor": ["(k + 1) / (k * c + 1)", "relative 1e-9"],
     "best_k": ["0..k_max", "smallest such k on ties"],
+    "speculative_decode_cached": [
+        "exactly one target.forward(text[len(target.cache):] +",
+        "truncate both caches to len(text) - 1 entries",
+        "the last one included",
+        "or one entry fewer",
+        "plain greedy decoding",
+        "replaced by a correct one",
+    ],
+    "speculation_pays": ["alpha > c", "ties alpha == c included"],
 }
 
 
@@ -425,3 +481,42 @@ def test_the_cells_calling_reference_callees_read_no_substituted_name():
         names = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
         assert not (names & substituted), f"{gid} reads {names & substituted}"
         substituted |= set(re.findall(r'use_reference_for_cell\(globals\(\), "(\w+)"', cell.source))
+
+
+def test_the_notebook_cache_behaves_as_the_reference_cache():
+    """The visible KVCache and CachedModel, which learners use, and the ones the hidden tests
+    pass in (specdec_reference.kvcache) append, truncate and score alike."""
+    from specdec_reference import kvcache
+    from specdec_reference.testing import e7_4
+
+    ns = LESSON.run(only=set()).namespace
+    target, _ = e7_4.models()
+    mine, ref = ns["CachedModel"](target), kvcache.CachedModel(target)
+    for step in (e7_4.ngram.encode("def f"), [5], e7_4.ngram.encode("(x)")):
+        assert np.array_equal(mine.forward(step), ref.forward(step))
+        assert mine.cache.tokens == ref.cache.tokens and len(mine.cache) == len(ref.cache)
+    for n in (9, 4, 4, 0):
+        mine.cache.truncate(n)
+        ref.cache.truncate(n)
+        assert mine.cache.tokens == ref.cache.tokens
+    for cache in (mine.cache, ref.cache):
+        with pytest.raises(ValueError):
+            cache.truncate(-1)
+
+
+def test_the_temperature_test_says_the_target_must_be_tempered():
+    cell = TEST_CELLS["test_speculative_decode_exact_at_temperature"].source
+    assert "the target must be tempered" in cell.splitlines()[0]
+    assert "q must be tempered" not in cell
+
+
+def test_the_source_states_the_temperature_facts_as_they_are():
+    """Exact for any draft distribution; only an untempered target or a wrong q breaks it."""
+    text = " ".join(" ".join(c.source.split()) for c in LESSON.source_nb.cells)
+    assert "both must use the same" not in text and "Tempering only one" not in text
+    for phrase in (
+        "the **target** must be tempered",
+        "the **draft** may sample from any distribution",
+        "the $q$ given to `verify` must be the one sampled from",
+    ):
+        assert phrase in text, phrase

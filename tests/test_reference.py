@@ -80,6 +80,7 @@ def test_public_api_is_exported_with_all():
             "speedup",
             "walltime_improvement",
             "optimal_k",
+            "speculation_pays",
             "with_temperature",
             "draft",
             "generate",

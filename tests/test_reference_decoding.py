@@ -21,6 +21,7 @@ from specdec_reference import (
     decoding,
     draft,
     generate,
+    kvcache,
     measured_alpha,
     ngram,
     prefix_distribution,
@@ -372,3 +373,161 @@ def test_the_mutants_are_far_outside_the_tolerance_in_expectation(models):
 
 def test_decoding_uses_lesson_e7_3s_accept_step():
     assert decoding.speculative_step is speculative_step
+
+
+# ---------------------------------------------------------------------------
+# Temperature: only the target must be tempered
+# ---------------------------------------------------------------------------
+
+
+def two_temperatures(t_draft: float | None):
+    """The reference loop with the draft sampled at t_draft, or the target left untempered
+    (t_draft None); the decoder's temperature applies to the other model."""
+
+    def decode(target, draft_model, prompt, n, k, rng, temperature=1.0):
+        out, stats = [], []
+        while len(out) < n:
+            context = list(prompt) + out
+            at = temperature if t_draft is None else t_draft
+            drafted, q = draft(draft_model, context, k, rng, at)
+            p = target.probs_along(context, drafted)
+            if t_draft is not None:
+                p = with_temperature(p, temperature)
+            emitted = speculative_step(p, q, drafted, rng)
+            out += emitted
+            stats.append((k, len(emitted) - 1, len(emitted)))
+        return out[:n], stats
+
+    return decode
+
+
+@pytest.mark.parametrize("t_draft, seed", [(1.0, 21), (1.5, 22), (0.25, 23)])
+def test_the_output_follows_the_tempered_target_whatever_the_draft_samples_at(
+    models, t_draft, seed
+):
+    """Target at T = 0.5, draft at another temperature: 4,000 decodes of 2 characters, the
+    check's false-failure probability below 1e-6 each."""
+    target, draft_model = models
+    e7_4.check_sequence_distribution(
+        two_temperatures(t_draft), target, draft_model, temperature=0.5, seed=seed, **EXACTNESS
+    )
+
+
+def test_an_untempered_target_fails_the_check_and_is_named(models):
+    target, draft_model = models
+    with pytest.raises(AssertionError, match="nearer to the target not tempered"):
+        e7_4.check_sequence_distribution(
+            two_temperatures(None), target, draft_model, temperature=0.5, seed=24, **EXACTNESS
+        )
+
+
+def test_a_stale_draft_context_keeps_the_distribution_but_fails_the_pass_check(models):
+    """Drafting from the prompt alone is exact (verify tests the q it sampled from), so only
+    the pass check, which reads the draft's contexts, can see it."""
+    target, draft_model = models
+
+    def stale(target, draft_model, prompt, n, k, rng, temperature=1.0):
+        out, stats = [], []
+        while len(out) < n:
+            drafted, q = draft(draft_model, list(prompt), k, rng, temperature)
+            p = with_temperature(target.probs_along(list(prompt) + out, drafted), temperature)
+            emitted = speculative_step(p, q, drafted, rng)
+            out += emitted
+            stats.append((k, len(emitted) - 1, len(emitted)))
+        return out[:n], stats
+
+    e7_4.check_sequence_distribution(
+        stale, target, draft_model, temperature=1.0, seed=25, **EXACTNESS
+    )
+    with pytest.raises(AssertionError, match="draft-side cache-rollback mistake"):
+        e7_4.check_decode_passes(
+            stale, target, draft_model, prompt="def ", n=40, k=3, temperature=1.0, seed=25
+        )
+
+
+# ---------------------------------------------------------------------------
+# The key-value cache and its rollback
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "k, temperature, seed", [(1, 1.0, 1), (3, 0.6, 2), (4, 0.0, 3), (6, 1.3, 4)]
+)
+def test_the_cached_decoder_draws_what_the_plain_decoder_draws(models, k, temperature, seed):
+    target, draft_model = models
+    prompt = ngram.encode("class A:\n")
+    cached = kvcache.speculative_decode_cached(
+        kvcache.CachedModel(target),
+        kvcache.CachedModel(draft_model),
+        prompt,
+        45,
+        k,
+        np.random.default_rng(seed),
+        temperature,
+    )
+    plain = speculative_decode(
+        target, draft_model, prompt, 45, k, np.random.default_rng(seed), temperature
+    )
+    assert cached == plain
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_cached_reference_passes_the_rollback_check(models, seed):
+    target, draft_model = models
+    e7_4.check_cached_decode(
+        kvcache.speculative_decode_cached,
+        target,
+        draft_model,
+        prompt="def ",
+        n=30 + seed,
+        k=1 + seed % 4,
+        temperature=[1.0, 0.6, 0.0][seed % 3],
+        seed=seed,
+    )
+
+
+def test_the_caches_after_each_pass_hold_what_the_lesson_says(models):
+    """Before each pass the target's cache is the text less its last token; the draft's is
+    the same, or exactly one entry fewer after a fully accepted pass."""
+    target, draft_model = models
+    log = []
+    big = e7_4.CacheRecorder(target, log, "target")
+    small = e7_4.CacheRecorder(draft_model, log, "draft")
+    prompt, k = ngram.encode("import "), 3
+    out, stats = kvcache.speculative_decode_cached(
+        big, small, prompt, 200, k, np.random.default_rng(8)
+    )
+    firsts, length, passes = {}, len(prompt), 0
+    for who, cache, _ in log:
+        if who == "target":
+            if passes:
+                full = stats[passes - 1][1] == k
+                assert len(cache) == length - 1
+                assert len(firsts["draft"]) == (length - 2 if full else length - 1)
+            length += stats[passes][2]
+            passes, firsts = passes + 1, {}
+        firsts.setdefault(who, cache)
+    assert passes == len(stats) and any(a == k for _, a, _ in stats)
+    assert any(a < k for _, a, _ in stats)
+
+
+def test_kvcache_truncate_keeps_a_prefix():
+    cache = kvcache.KVCache()
+    for t in range(5):
+        cache.append(t)
+    cache.truncate(7)
+    assert cache.tokens == [0, 1, 2, 3, 4]
+    cache.truncate(2)
+    assert cache.tokens == [0, 1] and len(cache) == 2
+    with pytest.raises(ValueError):
+        cache.truncate(-1)
+
+
+def test_speculation_pays_exactly_when_best_k_is_positive():
+    from specdec_reference import optimal_k, speculation_pays
+
+    rng = np.random.default_rng(31)
+    pairs = [(float(a), float(c)) for a, c in rng.uniform(0, 1, (400, 2))]
+    pairs += [(t, t) for t in (0.0, 0.25, 0.5, 1.0)]
+    for alpha, c in pairs:
+        assert speculation_pays(alpha, c) == (optimal_k(alpha, c, 60) > 0), (alpha, c)

@@ -17,23 +17,28 @@ from typing import Any
 
 import numpy as np
 
-from .. import decoding, ngram
+from .. import decoding, kvcache, ngram
 from .. import sampling as _sampling
 from .calls import call_or_fail
 from .compare import Mistakes, check_close
-from .convert import as_int, describe_call
+from .convert import as_bool, as_int, describe_call
 
 __all__ = [
     "DRAFT_ORDER",
     "TARGET_ORDER",
+    "CacheRecorder",
     "Recorder",
+    "check_cached_decode",
     "check_decode_passes",
     "check_distribution",
+    "check_draft_empty",
     "check_draft_follows_q",
     "check_draft_rows",
     "check_greedy_equivalence",
     "check_sequence_distribution",
+    "check_speculation_pays",
     "check_stat",
+    "improvement_by_sum",
     "check_with_temperature",
     "models",
     "tokens",
@@ -78,18 +83,24 @@ class Recorder:
     ((2, 96), [('probs_along', [1, 2], [3])])
     """
 
-    def __init__(self, model: Any):
+    def __init__(self, model: Any, log: list[tuple] | None = None, name: str = "model"):
         self.model = model
         self.vocab_size = model.vocab_size
         self.order = model.order
         self.calls: list[tuple] = []
+        self._log, self._name = log, name
+
+    def _record(self, call: tuple) -> None:
+        self.calls.append(call)
+        if self._log is not None:  # shared by two models: the order of their calls
+            self._log.append((self._name, *call))
 
     def probs(self, context: Sequence[int]) -> np.ndarray:
-        self.calls.append(("probs", _ints(context)))
+        self._record(("probs", _ints(context)))
         return self.model.probs(context)
 
     def probs_along(self, context: Sequence[int], tokens: Sequence[int]) -> np.ndarray:
-        self.calls.append(("probs_along", _ints(context), _ints(tokens)))
+        self._record(("probs_along", _ints(context), _ints(tokens)))
         return self.model.probs_along(context, tokens)
 
 
@@ -402,6 +413,12 @@ def first_token_mistakes(
         )
     }
     if temperature != 1:
+        # An untempered target p verified against the tempered q emits the raw p exactly.
+        out["the target not tempered"] = (
+            target.probs(prompt),
+            "temper the target's rows too, p = with_temperature(target_model.probs_along("
+            "context, drafted), temperature): the output follows whatever p verify is given",
+        )
         accept = q * np.minimum(1.0, p / raw_q)
         residual = np.maximum(0.0, p - raw_q)
         wrong_q = accept + (1 - accept.sum()) * residual / residual.sum()
@@ -475,14 +492,35 @@ def check_sequence_distribution(
         failure_prob=failure_prob / 2,
         label=f"{length}-character string",
         advice="the usual causes are resampling from p instead of the residual, a q that is "
-        "not the (tempered) distribution the draft sampled from, tempering only one model, "
-        "and a context that keeps rejected drafted tokens",
+        "not the distribution the draft sampled from, a target that is not tempered, and a "
+        "target context that keeps rejected drafted tokens",
     )
 
 
 # ---------------------------------------------------------------------------
 # speculative_decode: passes, statistics, greedy
 # ---------------------------------------------------------------------------
+
+
+def _decoded(
+    got: Any, call: str, n: int, prompt_intact: bool
+) -> tuple[list[int], list[tuple[int, ...]]]:
+    """A decoder's ``(tokens, stats)`` as lists of ints, or a failure that says what is wrong."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise AssertionError(f"{call} returned {got!r}, expected (tokens, stats).")
+    out = tokens(got[0], call)
+    if not prompt_intact:
+        raise AssertionError(f"{call} changed the prompt list it was given; extend a copy.")
+    try:
+        stats = [tuple(int(x) for x in row) for row in got[1]]
+    except (TypeError, ValueError):
+        raise AssertionError(
+            f"{call} returned stats {got[1]!r}, expected a list of (drafted, accepted, "
+            "emitted) tuples."
+        ) from None
+    if len(out) != n:
+        raise AssertionError(f"{call} returned {len(out)} tokens, expected n = {n}.")
+    return out, stats
 
 
 def check_decode_passes(
@@ -499,13 +537,17 @@ def check_decode_passes(
     """Run ``fn`` with recording models and check every pass against the algorithm.
 
     Each pass must make exactly one ``target.probs_along(context, drafted)`` call with
-    ``context = prompt + tokens so far`` (the rollback) and ``k`` drafted tokens; its
+    ``context = prompt + tokens so far`` (the rollback) and ``k`` drafted tokens; the
+    draft's calls before it must be on that context, extended by the pass's drafted
+    tokens only (a stale draft context is the draft-side rollback mistake); its
     tokens must be the accepted prefix of ``drafted`` and then one more token;
     ``stats`` must say ``(k, accepted, accepted + 1)``; the output must have ``n``
     tokens, and the decoder must stop once it has them.
     """
     context = ngram.encode(prompt)
-    rec_target, rec_draft = Recorder(target), Recorder(draft_model)
+    log: list[tuple] = []
+    rec_target = Recorder(target, log, "target")
+    rec_draft = Recorder(draft_model, log, "draft")
     call = (
         f"speculative_decode(target_model, draft_model, {prompt!r}, n={n}, k={k}, "
         f"np.random.default_rng({seed}), temperature={temperature})"
@@ -514,20 +556,7 @@ def check_decode_passes(
     got = call_or_fail(
         fn, rec_target, rec_draft, given, n, k, np.random.default_rng(seed), temperature, call=call
     )
-    if not isinstance(got, (tuple, list)) or len(got) != 2:
-        raise AssertionError(f"{call} returned {got!r}, expected (tokens, stats).")
-    out = tokens(got[0], call)
-    if given != context:
-        raise AssertionError(f"{call} changed the prompt list it was given; extend a copy.")
-    try:
-        stats = [tuple(int(x) for x in row) for row in got[1]]
-    except (TypeError, ValueError):
-        raise AssertionError(
-            f"{call} returned stats {got[1]!r}, expected a list of (drafted, accepted, "
-            "emitted) tuples."
-        ) from None
-    if len(out) != n:
-        raise AssertionError(f"{call} returned {len(out)} tokens, expected n = {n}.")
+    out, stats = _decoded(got, call, n, given == context)
     passes = [c for c in rec_target.calls if c[0] == "probs_along"]
     if any(c[0] == "probs" for c in rec_target.calls):
         raise AssertionError(
@@ -539,6 +568,7 @@ def check_decode_passes(
             f"{call} made {len(passes)} target passes but returned {len(stats)} stats rows: "
             "one (drafted, accepted, emitted) per pass."
         )
+    draft_calls = _draft_calls_by_pass(log, len(passes))
     produced: list[int] = []
     for i, ((_, ctx, drafted), row) in enumerate(zip(passes, stats, strict=True)):
         where = f"{call}, pass {i + 1}"
@@ -556,6 +586,7 @@ def check_decode_passes(
             )
         if len(drafted) != k:
             raise AssertionError(f"{where}: {len(drafted)} tokens were verified, expected k = {k}.")
+        _check_draft_contexts(draft_calls[i], context, produced, drafted, where)
         d, a, e = row
         if d != k or not 0 <= a <= k or e != a + 1:
             hint = (
@@ -587,18 +618,98 @@ def check_decode_passes(
         raise AssertionError(f"{call}: the returned tokens are not the passes' tokens in order.")
 
 
-def check_greedy_equivalence(
-    fn: Callable[..., Any], target: Any, draft_model: Any, *, prompt: str, n: int, k: int
+def _draft_calls_by_pass(log: Sequence[tuple], passes: int) -> list[list[list[int]]]:
+    """The contexts of the draft's calls, grouped by the target pass that followed them."""
+    groups: list[list[list[int]]] = [[] for _ in range(max(passes, 1))]
+    current = 0
+    for who, kind, ctx, *_ in log:
+        if who == "target" and kind == "probs_along":
+            current += 1
+        elif who == "draft" and current < len(groups):
+            groups[current].append(ctx)
+    return groups
+
+
+def _check_draft_contexts(
+    contexts: Sequence[list[int]],
+    prompt: list[int],
+    produced: list[int],
+    drafted: list[int],
+    where: str,
 ) -> None:
-    """Fail unless ``fn`` at temperature 0 reproduces plain greedy decoding with the target."""
+    """Fail unless the draft was run on prompt + the emitted tokens (+ drafted ones)."""
+    base = prompt + produced
+    if drafted and not contexts:
+        raise AssertionError(
+            f"{where}: {len(drafted)} tokens were drafted, but draft_model was never called "
+            "in this pass: draft each pass's tokens with draft(draft_model, context, k, ...)."
+        )
+    for ctx in contexts:
+        grown = ctx[len(base) :]
+        if ctx[: len(base)] == base and grown == drafted[: len(grown)]:
+            continue
+        raise AssertionError(
+            f"{where}: the draft was run on the context prompt + "
+            f"{ngram.decode(ctx[len(prompt) :])!r}, but the text so far is prompt + "
+            f"{ngram.decode(produced)!r}. That is the draft-side cache-rollback mistake: "
+            "the draft must continue the emitted text, not a stale context (the prompt "
+            "alone, or one that keeps rejected tokens). The output stays exact, because "
+            "verify tests the q the draft sampled from, but the draft proposes for a text "
+            "that was never written and far fewer tokens are accepted."
+        )
+    if drafted and base not in [list(c) for c in contexts]:
+        raise AssertionError(
+            f"{where}: no draft call was made on prompt + the tokens emitted so far "
+            f"({ngram.decode(produced)!r}): the first drafted token continues the emitted text."
+        )
+
+
+def check_greedy_equivalence(
+    fn: Callable[..., Any],
+    target: Any,
+    draft_model: Any,
+    *,
+    prompt: str,
+    n: int,
+    k: int,
+    cached: bool = False,
+) -> None:
+    """Fail unless ``fn`` at temperature 0 reproduces plain greedy decoding with the target.
+
+    With ``cached``, ``fn`` is ``speculative_decode_cached`` and gets the two models
+    behind fresh :class:`~specdec_reference.kvcache.CachedModel` caches.
+    """
     context = ngram.encode(prompt)
-    call = (
-        f"speculative_decode(target_model, draft_model, {prompt!r}, n={n}, k={k}, rng, "
-        "temperature=0)"
-    )
-    got = call_or_fail(
-        fn, target, draft_model, list(context), n, k, np.random.default_rng(0), 0.0, call=call
-    )
+    log: list[tuple] = []
+    if cached:
+        call = _cached_call(prompt, n, k, 0, "rng")
+        models_given = (
+            CacheRecorder(target, log, "target"),
+            CacheRecorder(draft_model, log, "draft"),
+        )
+        why = (
+            "the output must be the target's greedy text; when it drifts after a rejection, "
+            "the target's cache still holds the rejected drafted tokens (truncate it to "
+            "len(text) - 1 after each pass)."
+        )
+    else:
+        call = (
+            f"speculative_decode(target_model, draft_model, {prompt!r}, n={n}, k={k}, rng, "
+            "temperature=0)"
+        )
+        models_given = (target, draft_model)
+        why = (
+            "both models put all their mass on their argmax, so the accept step keeps a "
+            "drafted token only when it is the target's argmax, and the output must be the "
+            "target's greedy text."
+        )
+    try:
+        got = call_or_fail(
+            fn, *models_given, list(context), n, k, np.random.default_rng(0), 0.0, call=call
+        )
+    except AssertionError as exc:  # a cache left too long often ends in an IndexError
+        _check_feeds(log, k, call, f" The decoder then failed: {exc}")
+        raise
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         raise AssertionError(f"{call} returned {got!r}, expected (tokens, stats).")
     out = tokens(got[0], call)
@@ -608,10 +719,304 @@ def check_greedy_equivalence(
     first = next((i for i in range(min(len(out), n)) if out[i] != plain[i]), min(len(out), n))
     raise AssertionError(
         f"{call} gave {ngram.decode(out)!r}, plain greedy decoding with the target gives "
-        f"{ngram.decode(plain)!r}: they differ from character {first}. At T = 0 both models "
-        "put all their mass on their argmax, so the accept step keeps a drafted token only "
-        "when it is the target's argmax, and the output must be the target's greedy text."
+        f"{ngram.decode(plain)!r}: they differ from character {first}. At T = 0 {why}"
     )
+
+
+def check_draft_empty(fn: Callable[..., Any], model: Any) -> None:
+    """Fail unless ``fn(model, context, 0, rng, T)`` returns no tokens and no rows, drawing nothing.
+
+    The rows may be a ``(0, V)`` array or anything else with no element (an empty list).
+    """
+    V = model.vocab_size
+    for text, temperature in (("def ", 1.0), ("x", 0.5), ("\n", 0.0)):
+        context = ngram.encode(text)
+        rng = np.random.default_rng(7406)
+        before = rng.bit_generator.state
+        call = f"draft(draft_model, {text!r} (as tokens), 0, rng, temperature={temperature})"
+        got = call_or_fail(
+            fn,
+            model,
+            list(context),
+            0,
+            rng,
+            temperature,
+            call=call,
+            hint="With k = 0 the loop runs no time: build the (0, V) rows without "
+            "np.stack([]) (np.array(rows).reshape(k, V), or np.empty((0, V))).",
+        )
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise AssertionError(f"{call} returned {got!r}, expected ([], rows of shape (0, {V})).")
+        drafted = tokens(got[0], call)
+        if drafted:
+            raise AssertionError(f"{call} returned tokens {drafted}, expected none.")
+        try:
+            shape = np.shape(got[1])
+        except ValueError:  # a ragged list
+            shape = None
+        if shape is None or 0 not in shape or (len(shape) == 2 and shape != (0, V)):
+            raise AssertionError(
+                f"{call} returned rows of shape {shape}, expected (0, {V}): no rows (an empty "
+                f"list also does), one per drafted token."
+            )
+        if rng.bit_generator.state != before:
+            raise AssertionError(f"{call} drew from rng, but k = 0 tokens need no draw.")
+
+
+# ---------------------------------------------------------------------------
+# speculative_decode_cached: the key-value caches and their rollback
+# ---------------------------------------------------------------------------
+
+
+class CacheRecorder(kvcache.CachedModel):
+    """A :class:`~specdec_reference.kvcache.CachedModel` that logs each ``forward`` call.
+
+    ``log`` (shared by the two models) gets ``(name, cache tokens before the call, fed
+    tokens)``.
+
+    Examples
+    --------
+    >>> target, _ = models()
+    >>> log = []
+    >>> rec = CacheRecorder(target, log, "target")
+    >>> rec.forward([1, 2]).shape, log
+    ((2, 96), [('target', [], [1, 2])])
+    """
+
+    def __init__(self, model: Any, log: list[tuple], name: str) -> None:
+        super().__init__(model)
+        self._log, self._name = log, name
+
+    def forward(self, tokens: Sequence[int]) -> np.ndarray:
+        fed = _ints(tokens) if len(tokens) else []
+        self._log.append((self._name, list(self.cache.tokens), fed))
+        return super().forward(fed)
+
+
+def _cached_call(prompt: str, n: int, k: int, temperature: float, rng: str) -> str:
+    return (
+        f"speculative_decode_cached(CachedModel(target_model), CachedModel(draft_model), "
+        f"{prompt!r}, n={n}, k={k}, {rng}, temperature={temperature})"
+    )
+
+
+def _check_cache_after(
+    name: str,
+    cache: list[int],
+    text: list[int],
+    prompt: list[int],
+    where: str,
+    length: int | None = None,
+) -> None:
+    """Fail unless the cache after a pass is what the rollback leaves (see kvcache).
+
+    ``text`` is the text as far as it is known; ``length`` its true length when the
+    last pass emitted more tokens than the decoder returned.
+    """
+    want = (len(text) if length is None else length) - 1
+    shown = ngram.decode(cache[len(prompt) :]) if cache[: len(prompt)] == prompt else None
+    known = min(len(cache), len(text))
+    if cache[:known] != text[:known] or len(cache) > want:
+        held = f"prompt + {shown!r}" if shown is not None else repr(ngram.decode(cache))
+        if name == "target":
+            why = (
+                "it goes on scoring a context that was never emitted, so the next pass "
+                "verifies against the wrong text and the output is no longer the target's"
+            )
+        else:
+            why = (
+                "it drafts continuations of a text that was never emitted (still exact, "
+                "since verify tests the q it sampled from, but fewer tokens are accepted)"
+            )
+        raise AssertionError(
+            f"{where}: the {name}'s cache holds {len(cache)} entries, {held}, but the text "
+            f"is prompt + {ngram.decode(text[len(prompt) :])!r}. That is the cache-rollback "
+            f"mistake: after each pass truncate the {name}'s cache to len(text) - 1 = {want}, "
+            f"or {why}."
+        )
+    low = want if name == "target" else want - 1
+    if len(cache) < low:
+        raise AssertionError(
+            f"{where}: the {name}'s cache holds {len(cache)} entries, but after this pass it "
+            f"should keep {want} (every emitted token but the last"
+            + (", or one fewer for the draft" if name == "draft" else "")
+            + "): it was cut back further than the rollback needs, so those positions are "
+            "computed again."
+        )
+
+
+def _check_feeds(log: Sequence[tuple], k: int, call: str, then: str) -> None:
+    """Fail if a forward call was fed too little: the symptom of a cache left too long.
+
+    A correct pass feeds the target the last emitted token and the ``k`` drafted ones,
+    and the draft at least the last emitted token, so fewer means the cache already
+    held positions past the emitted text.
+    """
+    passes = 0
+    for who, cache, fed in log:
+        passes += who == "target"
+        if who == "target" and len(fed) < k + 1:
+            raise AssertionError(
+                f"{call}, pass {passes}: the target's cache held {len(cache)} entries and it "
+                f"was fed only {len(fed)} tokens, fewer than the last emitted token and the "
+                f"k = {k} drafted ones: its cache still holds drafted tokens from an earlier "
+                "pass. That is the cache-rollback mistake: after each pass truncate both caches "
+                "to len(text) - 1, or the target scores a context that was never emitted." + then
+            )
+        if who == "draft" and not fed:
+            raise AssertionError(
+                f"{call}, pass {passes + 1}: the draft was fed nothing, its cache of "
+                f"{len(cache)} entries already reaching past the emitted text. That is the "
+                "cache-rollback mistake: after each pass truncate the draft's cache too, to "
+                "len(text) - 1." + then
+            )
+
+
+def check_cached_decode(
+    fn: Callable[..., Any],
+    target: Any,
+    draft_model: Any,
+    *,
+    prompt: str,
+    n: int,
+    k: int,
+    temperature: float,
+    seed: int,
+) -> None:
+    """Run ``fn`` with two recording cached models; check both caches after every pass.
+
+    Each pass must feed the target once, with the tokens its cache lacks, the last
+    emitted token and ``k`` drafted ones; after each pass (seen before the next pass's
+    first call, and at the end) the target's cache must be the text less its last
+    token and the draft's the same or one entry shorter; the draft must only be fed
+    the emitted text and the pass's drafted tokens; ``stats`` and the tokens must
+    agree with the passes, as in :func:`check_decode_passes`.
+    """
+    context = ngram.encode(prompt)
+    log: list[tuple] = []
+    rec_target = CacheRecorder(target, log, "target")
+    rec_draft = CacheRecorder(draft_model, log, "draft")
+    call = _cached_call(prompt, n, k, temperature, f"np.random.default_rng({seed})")
+    given = list(context)
+    try:
+        got = call_or_fail(
+            fn,
+            rec_target,
+            rec_draft,
+            given,
+            n,
+            k,
+            np.random.default_rng(seed),
+            temperature,
+            call=call,
+        )
+    except AssertionError as exc:  # a cache left too long often ends in an IndexError
+        _check_feeds(log, k, call, f" The decoder then failed: {exc}")
+        raise
+    _check_feeds(log, k, call, "")
+    out, stats = _decoded(got, call, n, given == context)
+    passes = [i for i, entry in enumerate(log) if entry[0] == "target"]
+    if len(stats) != len(passes):
+        raise AssertionError(
+            f"{call} fed the target {len(passes)} times but returned {len(stats)} stats rows: "
+            "one target.forward call per pass, and one (drafted, accepted, emitted) row."
+        )
+    produced: list[int] = []
+    for i, (at, row) in enumerate(zip(passes, stats, strict=True)):
+        where = f"{call}, pass {i + 1}"
+        text = context + produced
+        start = passes[i - 1] + 1 if i else 0
+        firsts: dict[str, list[int]] = {}
+        for who, cache, _ in log[start : at + 1]:
+            firsts.setdefault(who, cache)
+        if i:  # the caches as the previous pass left them
+            for name in ("target", "draft"):
+                if name in firsts:
+                    _check_cache_after(name, firsts[name], text, context, f"{call}, after pass {i}")
+        _, before, fed = log[at]
+        scored = before + fed
+        drafted = scored[len(text) :]
+        if len(before) > len(text) - 1 or scored[: len(text)] != text or len(drafted) != k:
+            raise AssertionError(
+                f"{where}: the target's cache held {len(before)} entries and was fed "
+                f"{ngram.decode(fed)!r}, so it scored prompt + "
+                f"{ngram.decode(scored[len(context) :])!r}; the pass must score prompt + "
+                f"{ngram.decode(produced)!r} and then the {k} drafted tokens: feed the tokens "
+                "its cache lacks (the last emitted one) followed by the draft, in one call."
+            )
+        for who, cache, fed_draft in log[start:at]:
+            seen = cache + fed_draft
+            grown = seen[len(text) :]
+            if who == "draft" and (
+                seen[: len(text)] != text[: len(seen)] or grown != drafted[: len(grown)]
+            ):
+                raise AssertionError(
+                    f"{where}: the draft was fed {ngram.decode(fed_draft)!r} after a cache of "
+                    f"{len(cache)} entries, so it scored prompt + "
+                    f"{ngram.decode(seen[len(context) :])!r}, which is neither the text so far "
+                    f"(prompt + {ngram.decode(produced)!r}) nor its continuation by this pass's "
+                    "drafted tokens: truncate the draft's cache too, and feed it what it lacks."
+                )
+        d, a, e = row
+        if d != k or not 0 <= a <= k or e != a + 1:
+            raise AssertionError(
+                f"{where}: stats row {row}, expected (k, accepted, accepted + 1) with k = {k}."
+            )
+        emitted = out[len(produced) : len(produced) + e]
+        if emitted[:a] != drafted[:a][: len(emitted)]:
+            raise AssertionError(
+                f"{where}: the pass reports {a} accepted tokens, but the tokens it added, "
+                f"{ngram.decode(emitted)!r}, do not start with the first {a} drafted ones, "
+                f"{ngram.decode(drafted[:a])!r}."
+            )
+        produced += emitted
+    if len(produced) < n or produced[:n] != out:
+        raise AssertionError(f"{call}: the returned tokens are not the passes' tokens in order.")
+    length = len(context) + sum(e for _, _, e in stats)  # the last pass may emit past n
+    for name, model in (("target", rec_target), ("draft", rec_draft)):
+        _check_cache_after(
+            name,
+            model.cache.tokens,
+            context + produced,
+            context,
+            f"{call}, after the last pass",
+            length,
+        )
+
+
+def improvement_by_sum(alpha: float, k: int, c: float) -> float:
+    """Theorem 3.8's factor as the plain sum over ``k * c + 1``: exactly 1 at ``k = 1``,
+    ``alpha == c``, which the learner's ``speculation_pays`` may rely on.
+
+    Examples
+    --------
+    >>> improvement_by_sum(0.3, 1, 0.3)
+    1.0
+    """
+    return sum(float(alpha) ** i for i in range(int(k) + 1)) / (int(k) * float(c) + 1.0)
+
+
+def check_speculation_pays(fn: Callable[..., Any], alpha: float, c: float) -> None:
+    """Compare ``fn(alpha, c)`` with ``alpha > c`` (Corollary 3.9); name the usual mistakes."""
+    call = describe_call("speculation_pays", alpha, c)
+    got = call_or_fail(fn, alpha, c, call=call)
+    verdict = as_bool(got, call)
+    expected = alpha > c
+    if verdict == expected:
+        return
+    if alpha == c:
+        hint = (
+            " At alpha = c the best factor is exactly 1, (1 + alpha) / (1 + c) for k = 1: "
+            "drafting costs as much as it saves, so it does not pay (compare with >, not >=)."
+        )
+    elif expected:
+        hint = f" With k = 1 the factor is (1 + alpha) / (1 + c) = {(1 + alpha) / (1 + c):.4g} > 1."
+    else:
+        hint = (
+            " No k helps when alpha <= c: each drafted token costs c for sure and is "
+            "accepted with probability at most alpha, so E[N] <= 1 + k * alpha <= 1 + k * c."
+        )
+    raise AssertionError(f"{call} returned {got!r}, expected {expected}.{hint}")
 
 
 def check_stat(fn: Callable[..., Any], stats: Sequence[tuple[int, int, int]], name: str) -> None:

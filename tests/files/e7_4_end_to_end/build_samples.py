@@ -48,6 +48,43 @@ def _own_loop(resample: str = _RESIDUAL, bonus: str = _BONUS) -> str:
     return _OWN_LOOP.replace("RESAMPLE", resample).replace("BONUS", bonus)
 
 
+# speculative_decode_cached as the docstring says, with its rollback (and anything done
+# before a pass) as lines that the mistakes below change.
+_CACHED_LOOP = """
+text, stats = list(prompt), []
+while len(text) - len(prompt) < n:
+    BEFORE
+    row = draft_model.forward(text[len(draft_model.cache):])[-1]
+    drafted, q = [], []
+    for i in range(k):
+        q.append(with_temperature(row, temperature))
+        drafted.append(int(rng.choice(len(q[-1]), p=q[-1])))
+        if i < k - 1:
+            row = draft_model.forward(drafted[-1:])[-1]
+    scored = target.forward(text[len(target.cache):] + drafted)[-(k + 1):]
+    emitted = verify(with_temperature(scored, temperature), np.array(q), drafted, rng)
+    text += emitted
+    ROLLBACK
+    stats.append((k, len(emitted) - 1, len(emitted)))
+return text[len(prompt) : len(prompt) + n], stats
+"""
+
+
+def cached_loop(rollback: list[str], before: list[str] = ()) -> str:
+    """The cached decoder with these rollback lines (and lines run before each pass)."""
+
+    def block(code: list[str] | tuple[str, ...]) -> str:
+        return "".join(f"    {line}\n" for line in code)
+
+    return _CACHED_LOOP.replace("    BEFORE\n", block(before)).replace(
+        "    ROLLBACK\n", block(rollback)
+    )
+
+
+#: The docstring's rollback: both caches keep every emitted token but the last.
+ROLLBACK = ["target.cache.truncate(len(text) - 1)", "draft_model.cache.truncate(len(text) - 1)"]
+
+
 SCENARIOS: dict[str, dict[str, str]] = {
     "reference": {},
     "blank": {},
@@ -102,6 +139,32 @@ SCENARIOS: dict[str, dict[str, str]] = {
             values = [improvement_factor(alpha, k, c) for k in range(k_max + 1)]
             return values.index(max(values))
             """,
+        # Feeds the draft one missing token at a time and cuts the caches entry by entry.
+        "speculative_decode_cached": """
+            text, stats = list(prompt), []
+            while len(text) < len(prompt) + n:
+                row = None
+                for token in text[len(draft_model.cache):]:
+                    row = draft_model.forward([token])[0]
+                drafted, q = [], []
+                for i in range(k):
+                    q.append(list(with_temperature(row, temperature)))
+                    drafted.append(int(rng.choice(len(q[-1]), p=q[-1])))
+                    if i + 1 < k:
+                        row = draft_model.forward([drafted[-1]])[0]
+                rows = target.forward(text[len(target.cache):] + drafted)
+                p = with_temperature(rows[len(rows) - k - 1:], temperature)
+                emitted = verify(p, np.array(q), drafted, rng)
+                text = text + emitted
+                for cache in (target.cache, draft_model.cache):
+                    while len(cache) > len(text) - 1:
+                        cache.truncate(len(cache) - 1)
+                stats.append([k, len(emitted) - 1, len(emitted)])
+            return text[len(prompt):][:n], stats
+            """,
+        "speculation_pays": """
+            return improvement_factor(alpha, 1, c) > 1
+            """,
     },
     # numpy everywhere: arrays for stats and tokens, numpy scalars as results.
     "variant-numpy-arrays": {
@@ -140,6 +203,31 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "best_k": """
             values = np.array([improvement_factor(alpha, k, c) for k in range(k_max + 1)])
             return np.int64(np.argmax(values))
+            """,
+        # Arrays for the text and the stats; the draft's cache always one entry shorter, as
+        # Hugging Face crops its assistant.
+        "speculative_decode_cached": """
+            text = np.asarray(prompt, dtype=np.int64)
+            stats = np.zeros((0, 3), dtype=np.int64)
+            while text.size - len(prompt) < n:
+                row = draft_model.forward(text[len(draft_model.cache):])[-1]
+                drafted, q = np.zeros(0, dtype=np.int64), np.zeros((0, len(row)))
+                for i in range(k):
+                    q = np.vstack([q, with_temperature(row, temperature)])
+                    drafted = np.append(drafted, rng.choice(len(row), p=q[-1]))
+                    if i < k - 1:
+                        row = draft_model.forward(drafted[-1:])[-1]
+                fed = np.concatenate([text[len(target.cache):], drafted])
+                p = with_temperature(target.forward(fed)[-(k + 1):], temperature)
+                emitted = np.asarray(verify(p, q, drafted.tolist(), rng))
+                text = np.concatenate([text, emitted])
+                target.cache.truncate(text.size - 1)
+                draft_model.cache.truncate(text.size - 2)
+                stats = np.vstack([stats, [k, emitted.size - 1, emitted.size]])
+            return text[len(prompt):len(prompt) + n], stats
+            """,
+        "speculation_pays": """
+            return np.greater(alpha, c)
             """,
     },
     # --- common mistakes -------------------------------------------------------------
@@ -181,6 +269,18 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return tokens, np.array(rows).reshape(k, draft_model.vocab_size)
             """,
     },
+    # Crashes on an empty draft: np.stack of no rows.
+    "mistake-draft-empty-crash": {
+        "draft": """
+            running, tokens, rows = list(context), [], []
+            for _ in range(k):
+                q = with_temperature(draft_model.probs(running), temperature)
+                tokens.append(int(rng.choice(len(q), p=q)))
+                rows.append(q)
+                running.append(tokens[-1])
+            return tokens, np.stack(rows)
+            """,
+    },
     "mistake-resample-from-p": {
         "speculative_decode": _own_loop(
             resample="emitted.append(int(rng.choice(p.shape[1], p=p[i])))"
@@ -204,6 +304,35 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return out[:n], stats
             """,
     },
+    # Tempers the draft but verifies against the untempered target.
+    "mistake-target-not-tempered": {
+        "speculative_decode": """
+            out, stats = [], []
+            while len(out) < n:
+                context = list(prompt) + out
+                drafted, q = draft(draft_model, context, k, rng, temperature)
+                emitted = verify(target_model.probs_along(context, drafted), q, drafted, rng)
+                out.extend(emitted)
+                stats.append((k, len(emitted) - 1, len(emitted)))
+            return out[:n], stats
+            """,
+    },
+    # The target sees the emitted text, but the draft always continues the prompt alone.
+    "mistake-stale-draft-context": {
+        "speculative_decode": """
+            out, stats = [], []
+            while len(out) < n:
+                context = list(prompt) + out
+                drafted, q = draft(draft_model, list(prompt), k, rng, temperature)
+                p = with_temperature(target_model.probs_along(context, drafted), temperature)
+                emitted = verify(p, q, drafted, rng)
+                out.extend(emitted)
+                stats.append((k, len(emitted) - 1, len(emitted)))
+            return out[:n], stats
+            """,
+    },
+    # Never truncates either cache: the rejected drafted tokens stay in both.
+    "mistake-cache-not-truncated": {"speculative_decode_cached": cached_loop([])},
     "mistake-alpha-over-drafted": {
         "measured_alpha": """
             return sum(a for _, a, _ in stats) / sum(d for d, _, _ in stats)
@@ -218,6 +347,12 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "best_k": """
             values = {k: improvement_factor(alpha, k, c) for k in range(1, k_max + 1)}
             return max(values, key=values.get) if values else 0
+            """,
+    },
+    # alpha >= c: at alpha == c the factor is exactly 1, no gain.
+    "mistake-pays-at-a-tie": {
+        "speculation_pays": """
+            return alpha >= c
             """,
     },
     "mistake-imports-reference": {
