@@ -1,12 +1,21 @@
 """The instructor's tool for the chapter E7 course: release, grade, feedback, report, demo.
 
 Each verb lives in its own module (``release.py``, ``grade.py``, ``feedback.py``,
-``report.py``, ``demo.py``, ``lab.py``); ``cli.py`` only parses arguments and calls them.
+``report.py``, ``export.py``, ``demo.py``, ``lab.py``); ``cli.py`` only parses arguments
+and calls them, ``entry.py`` is the command's entry point (it starts the worker pool's
+forkserver before anything else is imported) and ``__main__.py`` runs it as
+``python -m autograder``.  Beside them: ``course.py`` (the nbgrader course directory and
+its configuration), ``cells.py`` (what nbgrader's metadata says about one cell),
+``files.py`` (writing a file whole or not at all) and ``cluster.py`` (the Dask worker
+preload).
+
 The folders are the grading pipeline, in order: ``intake/`` (submissions in), ``grading/``
 (one job per submission, on a worker pool), ``preprocessors/`` (nbgrader's steps around
 execution), ``sandbox/`` (where the kernel runs), ``integrity/`` (tamper detection) and
-``render/`` (feedback pages and the report).  ``tests/test_lint.py`` keeps the imports
-pointing down that list.
+``render/`` (feedback pages and the report).  Their import layers differ from that order:
+lowest first, ``integrity/``, ``sandbox/``, ``preprocessors/``, ``intake/``, ``grading/``,
+``render/``, then the verbs; a module imports only from its own layer or a lower one, and
+``tests/test_lint.py`` enforces it.
 """
 
 __version__ = "0.1.0"

@@ -1,6 +1,7 @@
 """The code follows the project's ruff configuration (pyproject.toml)."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,31 @@ def test_imports_inside_functions_are_the_deliberate_ones():
                     elif isinstance(sub, ast.ImportFrom) and sub.module:
                         inside.add((name, sub.module))
     assert inside == LAZY_IMPORTS
+
+
+def _mentions(doc: str, package: str, name: str) -> bool:
+    """Whether a package docstring names its module or subpackage ``name``."""
+    return bool(
+        re.search(rf"~?{re.escape(package)}\.{name}`", doc)
+        or re.search(rf":mod:`\.{name}`", doc)
+        or re.search(rf"``{name}(\.py|/)``", doc)
+    )
+
+
+@pytest.mark.parametrize(
+    "package",
+    sorted(
+        str(init.parent.relative_to(REPO))
+        for top in ("autograder", "specdec_reference")
+        for init in (REPO / top).rglob("__init__.py")
+    ),
+)
+def test_every_module_is_in_its_package_docstring(package):
+    """A package's docstring is its map: each module and subpackage is named in it."""
+    folder = REPO / package
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+    names = {p.stem for p in folder.glob("*.py") if not p.stem.startswith("__")}
+    names |= {d.name for d in folder.iterdir() if (d / "__init__.py").is_file()}
+    dotted = package.replace("/", ".")
+    missing = sorted(n for n in names if not _mentions(doc, dotted, n))
+    assert not missing, f"{package}/__init__.py's docstring does not name {missing}"

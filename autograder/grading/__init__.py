@@ -9,5 +9,11 @@
 * :mod:`~autograder.grading.scoring`: an executed notebook to cell scores and a status;
 * :mod:`~autograder.grading.results`: the typed results and their JSON;
 * :mod:`~autograder.grading.pool`: jobs on an executor, surviving crashed workers;
-* :mod:`~autograder.grading.record`: results into the course (gradebook, JSON, CSVs).
+* :mod:`~autograder.grading.record`: results into the course (gradebook, JSON, CSVs);
+* :mod:`~autograder.grading.students`: who each student is and when they submitted;
+* :mod:`~autograder.grading.forkserver`: the local pool's forkserver, and what it imports;
+* :mod:`~autograder.grading.cluster_pool`: jobs on a Dask cluster, behind the same
+  ``Executor`` interface as the local pool;
+* :mod:`~autograder.grading.cluster_worker`: the Dask worker side: a preload that vets a
+  worker, a plugin that equips it.
 """

@@ -1,1 +1,25 @@
-"""Intake: turn what the instructor hands over (a folder, an LMS zip) into submissions."""
+"""Intake: turn what the instructor hands over (a folder, an LMS zip) into submissions.
+
+* :mod:`~autograder.intake.collect`: collect a class's submissions from a folder or an LMS
+  download, safely;
+* :mod:`~autograder.intake.detect`: recognise a download's layout (``--lms auto``) and pick
+  its parser;
+* :mod:`~autograder.intake.records`: what a download says about each student, as every
+  parser returns it;
+* :mod:`~autograder.intake.plain`: plain folders and zips, the student id from the file or
+  folder name;
+* :mod:`~autograder.intake.canvas`: Canvas "Download Submissions" zips;
+* :mod:`~autograder.intake.blackboard`: Blackboard "Download Assignment", the newest attempt
+  per username;
+* :mod:`~autograder.intake.moodle`: Moodle "Download all submissions";
+* :mod:`~autograder.intake.gradescope`: Gradescope "Export Submissions";
+* :mod:`~autograder.intake.github`: GitHub Classroom, one repository per student;
+* :mod:`~autograder.intake.exchange`: nbgrader's own ``submitted/`` folder, as ``nbgrader
+  collect`` leaves it;
+* :mod:`~autograder.intake.roster`: a class roster CSV from the LMS, applied to a parsed
+  download;
+* :mod:`~autograder.intake.validate`: whether a collected file is a notebook nbgrader can
+  read;
+* :mod:`~autograder.intake.submitted`: filling nbgrader's ``submitted/`` folder without
+  harming what is there.
+"""

@@ -36,6 +36,18 @@ The worker calls :func:`configure` on the job's nbgrader config and passes its
 cleans up after a job.  Every launch starts under :mod:`~autograder.sandbox.tether`, so a
 sandbox never outlives the worker that started it.  See ``SECURITY.md`` for what this
 does and does not prevent.
+
+* :mod:`~autograder.sandbox.check`: whether the sandbox can run on this machine;
+* :mod:`~autograder.sandbox.limits`: the resource limits and the fixed paths inside;
+* :mod:`~autograder.sandbox.mounts`: the host paths the sandbox binds, and their sources;
+* :mod:`~autograder.sandbox.launch`: one sandboxed process, its ``bwrap`` command line;
+* :mod:`~autograder.sandbox.tether`: the first process of every launch;
+* :mod:`~autograder.sandbox.executor`: nbgrader's config and ``Execute`` class for a job;
+* :mod:`~autograder.sandbox.kernel_manager`: starts each kernel in the sandbox;
+* :mod:`~autograder.sandbox.kernel_client`: talks to a sandboxed kernel, ready when it is;
+* :mod:`~autograder.sandbox.warm_parent`: the Python inside a sandbox that forks kernels;
+* :mod:`~autograder.sandbox.warm`: the grader's side of the warm parent;
+* :mod:`~autograder.sandbox.cleanup`: finds and kills what a job's sandboxes left running.
 """
 
 from autograder.sandbox.check import sandbox_problem
