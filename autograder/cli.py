@@ -32,10 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specdec-course",
         description="Release and grade the chapter E7 (speculative decoding) assignments.",
+        allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("release", help="generate release/ from source/, refusing a bad release")
+    p = sub.add_parser(
+        "release", allow_abbrev=False, help="generate release/ from source/, refusing a bad release"
+    )
     p.add_argument("assignment", nargs="?")
     p.add_argument("--all", action="store_true", help="every assignment in source/")
     p.add_argument("--course", type=Path, help="course root (default: current directory)")
@@ -45,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip autograding the source (full marks) and the release (zero)",
     )
 
-    p = sub.add_parser("grade", help="autograde a folder or zip of submissions")
+    p = sub.add_parser("grade", allow_abbrev=False, help="autograde a folder or zip of submissions")
     p.add_argument("assignment")
     p.add_argument(
         "--submissions",
@@ -120,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for a gradebook another program keeps locked (default: %(default)s)",
     )
 
-    p = sub.add_parser("export", help="write the grades as a file the LMS imports")
+    p = sub.add_parser(
+        "export", allow_abbrev=False, help="write the grades as a file the LMS imports"
+    )
     p.add_argument("assignment")
     p.add_argument("--to", required=True, choices=FORMATS, help="the LMS (or csv)")
     p.add_argument(
@@ -132,22 +137,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--title", help="the assignment's title (its column) in the LMS")
     p.add_argument("--course", type=Path, help="course root (default: current directory)")
 
-    p = sub.add_parser("feedback", help="write one HTML feedback page per student")
+    p = sub.add_parser(
+        "feedback", allow_abbrev=False, help="write one HTML feedback page per student"
+    )
     p.add_argument("assignment")
     p.add_argument("--student")
     p.add_argument("--course", type=Path)
 
-    p = sub.add_parser("report", help="write reports/<assignment>/report.html")
+    p = sub.add_parser("report", allow_abbrev=False, help="write reports/<assignment>/report.html")
     p.add_argument("assignment")
     p.add_argument("--course", type=Path)
 
     p = sub.add_parser(
-        "demo", help="release, grade the sample submissions, write feedback and report"
+        "demo",
+        allow_abbrev=False,
+        help="release, grade the sample submissions, write feedback and report",
     )
     p.add_argument("--course", type=Path, help="the repository (default: this checkout)")
     p.add_argument("--workers", type=int, default=None)
 
-    p = sub.add_parser("lab", help="open JupyterLab on release/ (learner view, with Validate)")
+    p = sub.add_parser(
+        "lab", allow_abbrev=False, help="open JupyterLab on release/ (learner view, with Validate)"
+    )
     p.add_argument("--course", type=Path)
     p.add_argument("--port", type=int)
     p.add_argument("--no-browser", action="store_true")

@@ -23,30 +23,21 @@ from autograder.grading import forkserver
 _GRADING_VERBS = ("grade", "release", "demo")
 #: Options with which they do not (Dask workers, or a LocalCluster whose forkserver imports
 #: more; see ``cluster_pool``), or do nothing.
-_NOT_LOCAL = ("--scheduler", "--cluster", "--help")
+_NOT_LOCAL = ("--scheduler", "--cluster", "--help", "-h")
 
 
 def uses_local_pool(argv: Sequence[str]) -> bool:
     """Whether these arguments grade on the local worker pool.
 
-    A guess made before the arguments are parsed (an abbreviated option, which argparse
-    accepts, counts as the option): a wrong guess costs only the early start, or a
-    LocalCluster's preloaded imports, never a different grading.
+    Read before the arguments are parsed, and exact: the parser takes no abbreviated
+    option (``allow_abbrev=False``), so ``--cluster`` and ``--scheduler`` are spelled out
+    or given as ``--cluster=...``.  A wrong answer could only cost the early start, never
+    change a grading.
     """
     return (
         bool(argv)
         and argv[0] in _GRADING_VERBS
-        and not any(_is_not_local(arg.split("=", 1)[0]) for arg in argv[1:])
-    )
-
-
-def _is_not_local(option: str) -> bool:
-    if option == "-h":
-        return True
-    return (
-        len(option) > 2
-        and option.startswith("--")
-        and any(name.startswith(option) for name in _NOT_LOCAL)
+        and not any(arg.split("=", 1)[0] in _NOT_LOCAL for arg in argv[1:])
     )
 
 

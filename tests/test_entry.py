@@ -22,7 +22,6 @@ from autograder.entry import uses_local_pool
         (["grade", "e7_2_acceptance_tests", "--scheduler", "tcp://127.0.0.1:8786"], False),
         (["grade", "--help"], False),
         (["grade", "-h"], False),
-        (["grade", "e7_2_acceptance_tests", "--clus", "local:2"], False),  # argparse's prefix
         (["export", "e7_2_acceptance_tests", "--to", "canvas"], False),
         (["report", "e7_2_acceptance_tests"], False),
         ([], False),
@@ -32,6 +31,16 @@ from autograder.entry import uses_local_pool
 )
 def test_the_forkserver_starts_early_only_for_local_grading(argv, local):
     assert uses_local_pool(argv) is local
+
+
+@pytest.mark.parametrize("option", ["--clus", "--sched", "--work"])
+def test_an_abbreviated_option_is_refused_so_the_early_start_never_guesses(option, capsys):
+    from autograder.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["grade", "e7_2_acceptance_tests", option, "2"])
+    assert exit_info.value.code == 2
+    assert f"unrecognized arguments: {option}" in capsys.readouterr().err
 
 
 def test_the_entry_imports_nothing_heavy():
