@@ -113,6 +113,35 @@ def test_a_decoder_with_another_draw_order_keeps_every_point():
     assert failing(execute({"speculative_decode": DECODE_OTHER_DRAWS}, only=DECODE_CELLS)) == {}
 
 
+# Correct, but feeds the draft every drafted token, the last one too (its row is never
+# used), rolls the target back one entry at a time, and cuts the draft's list of tokens
+# directly, as the notebook's own KVCache allows: every point stays.
+CACHED_FEEDS_EVERY_DRAFTED_TOKEN = """
+text, stats = list(prompt), []
+while len(text) - len(prompt) < n:
+    rows = draft_model.forward(text[len(draft_model.cache):])
+    drafted, q = [], []
+    for _ in range(k):
+        q.append(with_temperature(rows[-1], temperature))
+        drafted.append(int(rng.choice(len(q[-1]), p=q[-1])))
+        rows = draft_model.forward([drafted[-1]])
+    scored = target.forward(text[len(target.cache):] + drafted)
+    emitted = verify(with_temperature(scored[len(scored) - k - 1:], temperature), np.array(q),
+                     drafted, rng)
+    text = text + list(emitted)
+    while len(target.cache) > len(text) - 1:
+        target.cache.truncate(len(target.cache) - 1)
+    del draft_model.cache.tokens[len(text) - 1:]  # the notebook's KVCache keeps a plain list
+    stats.append((k, len(emitted) - 1, len(emitted)))
+return text[len(prompt):len(prompt) + n], stats
+"""
+
+
+def test_a_cached_decoder_that_feeds_the_last_drafted_token_too_keeps_every_point():
+    bodies = {"speculative_decode_cached": CACHED_FEEDS_EVERY_DRAFTED_TOKEN}
+    assert failing(execute(bodies, only=CACHED_CELLS)) == {}
+
+
 def test_broken_callees_cost_nothing_in_the_decoder_cells():
     """No cascade: draft and with_temperature are the reference's in the decoder's cells."""
     broken = {"draft": "raise NotImplementedError()", "with_temperature": "return probs"}
