@@ -523,6 +523,38 @@ def _decoded(
     return out, stats
 
 
+def _pass_emitted(
+    row: tuple[int, ...],
+    k: int,
+    out: list[int],
+    produced: list[int],
+    drafted: list[int],
+    where: str,
+) -> list[int]:
+    """The tokens one pass added to ``out``, after checking its stats row against them."""
+    if len(row) != 3:
+        raise AssertionError(f"{where}: stats row {row}, expected (drafted, accepted, emitted).")
+    d, a, e = row
+    if d != k or not 0 <= a <= k or e != a + 1:
+        hint = (
+            " That is the draft without the bonus token: when all k are accepted the "
+            "same target pass adds one more token."
+            if a == k and e == k
+            else ""
+        )
+        raise AssertionError(
+            f"{where}: stats row {row}, expected (k, accepted, accepted + 1) with k = {k}.{hint}"
+        )
+    emitted = out[len(produced) : len(produced) + e]
+    if emitted[:a] != drafted[:a][: len(emitted)]:
+        raise AssertionError(
+            f"{where}: the pass reports {a} accepted tokens, but the tokens it added, "
+            f"{ngram.decode(emitted)!r}, do not start with the first {a} drafted ones, "
+            f"{ngram.decode(drafted[:a])!r}."
+        )
+    return emitted
+
+
 def check_decode_passes(
     fn: Callable[..., Any],
     target: Any,
@@ -587,26 +619,7 @@ def check_decode_passes(
         if len(drafted) != k:
             raise AssertionError(f"{where}: {len(drafted)} tokens were verified, expected k = {k}.")
         _check_draft_contexts(draft_calls[i], context, produced, drafted, where)
-        d, a, e = row
-        if d != k or not 0 <= a <= k or e != a + 1:
-            hint = (
-                " That is the draft without the bonus token: when all k are accepted the "
-                "same target pass adds one more token."
-                if a == k and e == k
-                else ""
-            )
-            raise AssertionError(
-                f"{where}: stats row {row}, expected (k, accepted, accepted + 1) with "
-                f"k = {k}.{hint}"
-            )
-        emitted = out[len(produced) : len(produced) + e]
-        if emitted[:a] != drafted[:a][: len(emitted)]:
-            raise AssertionError(
-                f"{where}: the pass reports {a} accepted tokens, but the tokens it added, "
-                f"{ngram.decode(emitted)!r}, do not start with the first {a} drafted ones, "
-                f"{ngram.decode(drafted[:a])!r}."
-            )
-        produced += emitted
+        produced += _pass_emitted(row, k, out, produced, drafted, where)
         if len(produced) >= n and i + 1 < len(passes):
             raise AssertionError(f"{where}: {n} tokens were out, yet the decoder went on.")
     if len(produced) < n:
@@ -957,19 +970,7 @@ def check_cached_decode(
                     f"(prompt + {ngram.decode(produced)!r}) nor its continuation by this pass's "
                     "drafted tokens: truncate the draft's cache too, and feed it what it lacks."
                 )
-        d, a, e = row
-        if d != k or not 0 <= a <= k or e != a + 1:
-            raise AssertionError(
-                f"{where}: stats row {row}, expected (k, accepted, accepted + 1) with k = {k}."
-            )
-        emitted = out[len(produced) : len(produced) + e]
-        if emitted[:a] != drafted[:a][: len(emitted)]:
-            raise AssertionError(
-                f"{where}: the pass reports {a} accepted tokens, but the tokens it added, "
-                f"{ngram.decode(emitted)!r}, do not start with the first {a} drafted ones, "
-                f"{ngram.decode(drafted[:a])!r}."
-            )
-        produced += emitted
+        produced += _pass_emitted(row, k, out, produced, drafted, where)
     if len(produced) < n or produced[:n] != out:
         raise AssertionError(f"{call}: the returned tokens are not the passes' tokens in order.")
     length = len(context) + sum(e for _, _, e in stats)  # the last pass may emit past n
