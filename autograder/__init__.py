@@ -31,8 +31,8 @@ if _bin not in _os.environ.get("PATH", "").split(_os.pathsep):
     _os.environ["PATH"] = _bin + _os.pathsep + _os.environ.get("PATH", "")
 
 # jsonschema (under nbformat and nbgrader) imports rfc3987_syntax, when installed, for the
-# "iri" formats, and that module compiles some 35 Lark parsers at import: about 1.8 s in
-# every process that reads a notebook (python-jsonschema/jsonschema#1428).  No notebook or
+# "iri" formats, and that module compiles some 35 Lark parsers at import, in every process
+# that reads a notebook (python-jsonschema/jsonschema#1428).  No notebook or
 # nbgrader schema uses those formats; jsonschema skips them when the import fails.
 if "jsonschema" not in _sys.modules:
     _sys.modules.setdefault("rfc3987_syntax", None)

@@ -3,29 +3,58 @@
 Exit codes: 0 success (whatever the submissions did), 1 a refused release,
 2 the instructor's error (unknown assignment, no submissions, unreadable course),
 3 grading stopped because the course could not be written (gradebook locked, disk full).
+
+Parsing the arguments imports no verb: each verb's module (and nbgrader, under most of
+them) is imported by the function that runs it, so that ``--help`` and a usage error
+answer at once.  The choices and defaults the parser offers are therefore spelled out
+here (:data:`EXPORT_FORMATS`, :data:`LMS_CHOICES`, :data:`GRADE_DEFAULTS`), and
+``tests/test_cli_help.py`` checks that they are the verbs' own.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 from pathlib import Path
 from types import MappingProxyType
 
 from autograder.course import UsageError, find_course
-from autograder.export import FORMATS, export
-from autograder.feedback import feedback
-from autograder.grade import grade
-from autograder.grading.record import RecordError
-from autograder.intake.detect import LAYOUTS
 from autograder.lab import lab
-from autograder.release import ReleaseError, release
-from autograder.render.terminal import ProgressPrinter, print_summary
+
+#: ``export --to``: the formats of :data:`autograder.export.FORMATS`.
+EXPORT_FORMATS = ("canvas", "moodle", "blackboard", "csv")
+#: ``grade --lms``: :data:`autograder.intake.detect.CHOICES`, ``auto`` then every layout.
+LMS_CHOICES = (
+    "auto",
+    "canvas",
+    "moodle",
+    "blackboard",
+    "gradescope",
+    "github",
+    "nbgrader",
+    "plain",
+)
+#: The defaults of :func:`autograder.grade.grade` for the options ``grade`` takes.
+GRADE_DEFAULTS = MappingProxyType(
+    {
+        "lms": "auto",
+        "workers": None,
+        "timeout": None,
+        "notebook_timeout": 300.0,
+        "gradebook_wait": 120.0,
+    }
+)
 
 
-def _default(fn, name):
-    return inspect.signature(fn).parameters[name].default
+def _course_option() -> argparse.ArgumentParser:
+    """The ``--course`` option every verb takes, as a parent parser."""
+    parent = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parent.add_argument(
+        "--course",
+        type=Path,
+        help="course root (default: the current directory; for demo, this checkout)",
+    )
+    return parent
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,20 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    course = [_course_option()]
 
     p = sub.add_parser(
-        "release", allow_abbrev=False, help="generate release/ from source/, refusing a bad release"
+        "release",
+        parents=course,
+        allow_abbrev=False,
+        help="generate release/ from source/, refusing a bad release",
     )
     p.add_argument("assignment", nargs="?")
     p.add_argument("--all", action="store_true", help="every assignment in source/")
-    p.add_argument("--course", type=Path, help="course root (default: current directory)")
     p.add_argument(
         "--no-check",
         action="store_true",
         help="skip autograding the source (full marks) and the release (zero)",
     )
 
-    p = sub.add_parser("grade", allow_abbrev=False, help="autograde a folder or zip of submissions")
+    p = sub.add_parser(
+        "grade", parents=course, allow_abbrev=False, help="autograde a folder or zip of submissions"
+    )
     p.add_argument("assignment")
     p.add_argument(
         "--submissions",
@@ -59,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--lms",
-        choices=LAYOUTS,
-        default=_default(grade, "lms"),
+        choices=LMS_CHOICES,
+        default=GRADE_DEFAULTS["lms"],
         help="the download's layout (default: %(default)s, recognised from its names)",
     )
     p.add_argument(
@@ -71,20 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers",
         type=int,
-        default=_default(grade, "workers"),
+        default=GRADE_DEFAULTS["workers"],
         help="local worker processes (default: number of CPUs; not used with Dask)",
     )
-    p.add_argument("--course", type=Path, help="course root (default: current directory)")
     p.add_argument(
         "--timeout",
         type=float,
-        default=_default(grade, "timeout"),
+        default=GRADE_DEFAULTS["timeout"],
         help="seconds per cell (default: the course's Execute.timeout)",
     )
     p.add_argument(
         "--notebook-timeout",
         type=float,
-        default=_default(grade, "notebook_timeout"),
+        default=GRADE_DEFAULTS["notebook_timeout"],
         help="seconds per notebook (default: %(default)s)",
     )
     p.add_argument(
@@ -119,15 +152,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gradebook-wait",
         type=float,
-        default=_default(grade, "gradebook_wait"),
+        default=GRADE_DEFAULTS["gradebook_wait"],
         help="seconds to wait for a gradebook another program keeps locked (default: %(default)s)",
     )
 
     p = sub.add_parser(
-        "export", allow_abbrev=False, help="write the grades as a file the LMS imports"
+        "export",
+        parents=course,
+        allow_abbrev=False,
+        help="write the grades as a file the LMS imports",
     )
     p.add_argument("assignment")
-    p.add_argument("--to", required=True, choices=FORMATS, help="the LMS (or csv)")
+    p.add_argument("--to", required=True, choices=EXPORT_FORMATS, help="the LMS (or csv)")
     p.add_argument(
         "--roster",
         type=Path,
@@ -135,31 +171,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, help="file to write (default: reports/<assignment>/)")
     p.add_argument("--title", help="the assignment's title (its column) in the LMS")
-    p.add_argument("--course", type=Path, help="course root (default: current directory)")
 
     p = sub.add_parser(
-        "feedback", allow_abbrev=False, help="write one HTML feedback page per student"
+        "feedback",
+        parents=course,
+        allow_abbrev=False,
+        help="write one HTML feedback page per student",
     )
     p.add_argument("assignment")
     p.add_argument("--student")
-    p.add_argument("--course", type=Path)
 
-    p = sub.add_parser("report", allow_abbrev=False, help="write reports/<assignment>/report.html")
+    p = sub.add_parser(
+        "report",
+        parents=course,
+        allow_abbrev=False,
+        help="write reports/<assignment>/report.html",
+    )
     p.add_argument("assignment")
-    p.add_argument("--course", type=Path)
 
     p = sub.add_parser(
         "demo",
+        parents=course,
         allow_abbrev=False,
         help="release, grade the sample submissions, write feedback and report",
     )
-    p.add_argument("--course", type=Path, help="the repository (default: this checkout)")
     p.add_argument("--workers", type=int, default=None)
 
     p = sub.add_parser(
-        "lab", allow_abbrev=False, help="open JupyterLab on release/ (learner view, with Validate)"
+        "lab",
+        parents=course,
+        allow_abbrev=False,
+        help="open JupyterLab on release/ (learner view, with Validate)",
     )
-    p.add_argument("--course", type=Path)
     p.add_argument("--port", type=int)
     p.add_argument("--no-browser", action="store_true")
     return parser
@@ -167,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # After the parsing: nbgrader's gradebook, under the verbs that grade.
+    from autograder.grading.record import RecordError
+
     try:
         return _dispatch(args)
     except UsageError as exc:
@@ -193,6 +239,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
+    from autograder.release import ReleaseError, release
+
     try:
         reports = release(
             args.assignment, course=args.course, all=args.all, check=not args.no_check
@@ -211,6 +259,9 @@ def _release(args: argparse.Namespace) -> int:
 
 
 def _grade(args: argparse.Namespace) -> int:
+    from autograder.grade import grade
+    from autograder.render.terminal import ProgressPrinter, print_summary
+
     with ProgressPrinter() as progress:
         result = grade(
             args.assignment,
@@ -235,6 +286,8 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from autograder.export import export
+
     done = export(
         args.assignment,
         to=args.to,
@@ -250,20 +303,22 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
+    from autograder.feedback import feedback
+
     for path in feedback(args.assignment, course=find_course(args.course), student=args.student):
         print(path)
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from autograder.report import report  # matplotlib: only the report draws charts
+    from autograder.report import report
 
     print(report(args.assignment, course=find_course(args.course)))
     return 0
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from autograder.demo import demo  # the report's matplotlib, and the reference's numpy
+    from autograder.demo import demo
 
     return demo(repo=args.course, workers=args.workers)
 

@@ -1,19 +1,21 @@
 """The nbgrader course directory: where it is, its configuration, its assignments.
 
 Also the one place that opens nbgrader on a course: :func:`nbgrader_api` and
-:func:`gradebook`, for the course itself or a job's scratch copy of it.
+:func:`gradebook`, for the course itself or a job's scratch copy of it.  nbgrader and
+traitlets are imported by the functions that use them, so that what only needs
+:class:`UsageError` or :func:`find_course` (the command's argument parsing) does without.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from nbgrader.api import Gradebook
-from nbgrader.apps import NbGraderAPI
-from nbgrader.coursedir import CourseDirectory
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
+if TYPE_CHECKING:
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+    from traitlets.config import Config
 
 CONFIG_FILE = "nbgrader_config.py"
 
@@ -44,6 +46,8 @@ def find_course(course: Path | str | None = None) -> Path:
 
 def load_config(course: Path) -> Config:
     """Load the course's ``nbgrader_config.py`` as a traitlets ``Config``."""
+    from traitlets.config.loader import PyFileConfigLoader
+
     try:
         config = PyFileConfigLoader(CONFIG_FILE, path=str(course)).load_config()
     except Exception as exc:  # a syntax error in the instructor's config file
@@ -60,11 +64,16 @@ def db_url(course: Path, config: Config) -> str:
 
 def nbgrader_api(config: Config) -> NbGraderAPI:
     """nbgrader's Python API on the course that ``config`` describes."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
 def gradebook(url: str, config: Config) -> Gradebook:
     """The gradebook at ``url`` for the configured course id (use it as a context manager)."""
+    from nbgrader.api import Gradebook
+
     return Gradebook(url, config.CourseDirectory.course_id)
 
 

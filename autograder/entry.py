@@ -1,10 +1,10 @@
 """The ``specdec-course`` command's entry point: start the worker pool's forkserver first.
 
 The local workers of ``grade`` (and of ``release`` and ``demo``, which grade too) fork from
-a forkserver that imports nbgrader (about 2 CPU-s, :mod:`autograder.grading.forkserver`),
-and the command's own imports take about as long.  Started here, before
-:mod:`autograder.cli` and its imports, the forkserver imports on the other core while this
-process imports; otherwise it would start only after them.
+a forkserver that imports nbgrader (:mod:`autograder.grading.forkserver`), and the verb's
+own imports take about as long.  Started here, before :mod:`autograder.cli` parses the
+arguments and the verb imports its modules, the forkserver imports on the other core while
+this process imports; otherwise it would start only after them.
 
 Every worker process also runs the command's ``__main__`` script again (multiprocessing does
 so to set a worker up), which imports this module: it imports only the standard library and
@@ -46,13 +46,12 @@ def main() -> int:
     argv = sys.argv[1:]
     if uses_local_pool(argv):
         forkserver.start()
-    from autograder.cli import main as cli_main  # the heavy imports, after the start
+    from autograder.cli import main as cli_main  # the command, and its verb's imports, after
 
     try:
         return cli_main(argv)
     finally:
-        # Everything the command made is freed when the process exits; unfrozen, it is
-        # first walked by the collector's last pass at shutdown: 0.77-0.97 s from the end
-        # of a grading to the exit, against 0.31-0.36 s frozen (4 E7.3 submissions, three
-        # runs each way).
+        # Everything the command made is freed when the process exits; unfrozen, it would
+        # first be walked by the collector's last pass at shutdown, which delays the exit
+        # after a grading.
         gc.freeze()

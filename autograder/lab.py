@@ -7,6 +7,14 @@ nbgrader's Validate handler reads ``nbgrader_config.py`` from the server's *work
 directory*, not from its notebook root, so the server runs with the course root as its
 working directory: validation then executes the notebook with the course's settings
 (timeouts, warnings printed on stdout) exactly as the grader will.
+
+A learner's lab shows a learner's tools only.  The folder ``lab_config/`` beside this
+module is added to Jupyter's config path.  Its ``labconfig/page_config.json`` turns off
+nbgrader's instructor panels (Create Assignment, Formgrader, Course List), the
+Assignments panel, which needs an exchange that a learner's own machine has not got (a
+course's JupyterHub serves it; see ``docs/jupyterhub.md``), and the Nbgrader menu that
+offers them.  Its ``labconfig/default_setting_overrides.json`` turns off the news and
+update pop-up.
 """
 
 from __future__ import annotations
@@ -21,12 +29,15 @@ from typing import Any
 
 from autograder.course import find_course
 
-# The nbgrader server extensions a learner uses: the Validate button and the assignment
-# list.  The instructor's tools stay off: the formgrader would open (and create) the
-# course's gradebook, and the course list serves formgraders.
+#: The Jupyter config folder added to ``JUPYTER_CONFIG_PATH`` (see the module docstring).
+LEARNER_CONFIG = Path(__file__).with_name("lab_config")
+
+# The nbgrader server extension a learner uses here: the Validate button.  The others stay
+# off: the formgrader would open (and create) the course's gradebook, the course list
+# serves formgraders, and the assignment list needs nbgrader's exchange.
 LEARNER_SERVER_EXTENSIONS = {
     "nbgrader.server_extensions.validate_assignment": True,
-    "nbgrader.server_extensions.assignment_list": True,
+    "nbgrader.server_extensions.assignment_list": False,
     "nbgrader.server_extensions.course_list": False,
     "nbgrader.server_extensions.formgrader": False,
 }
@@ -84,7 +95,8 @@ def lab_command(
 
 
 def lab_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Return the server's environment: this interpreter's ``bin/`` first on ``PATH``.
+    """Return the server's environment: this interpreter's ``bin/`` first on ``PATH``, and
+    :data:`LEARNER_CONFIG` first on ``JUPYTER_CONFIG_PATH``.
 
     ``make lab`` runs ``.venv/bin/specdec-course`` without activating the virtual
     environment; nbgrader still finds its ``alembic`` helper and Jupyter its kernels.
@@ -93,6 +105,8 @@ def lab_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
+    config_path = [str(LEARNER_CONFIG), env.get("JUPYTER_CONFIG_PATH", "")]
+    env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in config_path if p)
     env.update(extra or {})
     return env
 

@@ -25,9 +25,8 @@ The hidden tests of the course score learners against these functions.
   back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``).
 
 The hidden tests' helpers are not part of it: they live in
-:mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy
-(:mod:`~specdec_reference.checks` is the same API under the name lesson E7.2's hidden
-tests import).  :mod:`~specdec_reference.bench` times the loop and the vectorized
+:mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
+:mod:`~specdec_reference.bench` times the loop and the vectorized
 ``empirical_acceptance`` against each other (``python -m specdec_reference.bench``).
 """
 

@@ -1,7 +1,7 @@
 """The learner's JupyterLab, tested in a real browser (Playwright + Debian's Chromium).
 
 One JupyterLab (started as ``make lab`` starts it, by `autograder.lab.start_lab`) serves
-a throwaway copy of the course, whose E7.1, E7.2 and E7.4 releases are generated from the current
+a throwaway copy of the course, whose releases are generated from the current
 source with nbgrader's API, so the tests never depend on a stale ``release/`` and never write
 into the repository.  Screenshots go to ``reports/screenshots/`` (ignored by git).
 """
@@ -46,6 +46,9 @@ SOURCE_NB = f"source/{ASSIGNMENT}/acceptance_tests.ipynb"
 E7_1 = "e7_1_why_decoding_is_slow"
 E7_1_RELEASE_NB = f"release/{E7_1}/why_decoding_is_slow.ipynb"
 E7_1_SOURCE_NB = f"source/{E7_1}/why_decoding_is_slow.ipynb"
+E7_3 = "e7_3_accept_step"
+E7_3_RELEASE_NB = f"release/{E7_3}/accept_step.ipynb"
+E7_3_SOURCE_NB = f"source/{E7_3}/accept_step.ipynb"
 E7_4 = "e7_4_end_to_end"
 E7_4_RELEASE_NB = f"release/{E7_4}/end_to_end.ipynb"
 E7_4_SOURCE_NB = f"source/{E7_4}/end_to_end.ipynb"
@@ -69,12 +72,14 @@ def course(tmp_path_factory) -> Path:
 def lab_server(course, tmp_path_factory):
     """The learner's JupyterLab on the course copy; stopped (kernels too) even on failure.
 
-    While it boots, the E7.1, E7.2 and E7.4 releases are generated from the current source.
+    While it boots, the releases are generated from the current source.
     """
     server = start_lab_server(
         course,
         tmp_path_factory.mktemp("lab-run"),
-        while_starting=lambda: [generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_4)],
+        while_starting=lambda: [
+            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4)
+        ],
     )
     yield server
     server.stop()
@@ -143,17 +148,43 @@ def test_lab_serves_nbgrader_learner_extensions_and_widgets(lab_server):
     page_config = json.loads(found.group(1))
     loaded = {ext["name"] for ext in page_config["federated_extensions"]}
     assert {"@jupyter/nbgrader", "@jupyter-widgets/jupyterlab-manager"} <= loaded, loaded
-    disabled = page_config.get("disabledExtensions") or {}
-    assert not [name for name in disabled if "nbgrader" in name or "widgets" in name], disabled
-    # The learner's server extensions answer; the instructor's formgrader is off.
+    # Off: nbgrader's instructor panels, the Assignments panel (no exchange here) and the
+    # menu that offers them.  Validate and the widgets stay on.
+    disabled = set(page_config.get("disabledExtensions") or [])
+    assert disabled == {
+        "@jupyter/nbgrader:assignment-list",
+        "@jupyter/nbgrader:course-list",
+        "@jupyter/nbgrader:create-assignment",
+        "@jupyter/nbgrader:formgrader",
+        "@jupyter/nbgrader:menu",
+    }, disabled
+    # The Validate handler answers; the assignment list and the formgrader are not served.
     version = lab_server.api("GET", f"nbgrader_version?version={nbgrader.__version__}")
     assert version == {"success": True}, version
-    with pytest.raises(urllib.error.HTTPError) as missing_course:
-        lab_server.api("GET", "assignments")  # the assignment list wants a course id
-    assert missing_course.value.code == 400
-    with pytest.raises(urllib.error.HTTPError) as formgrader:
-        lab_server.api("GET", "formgrader")
-    assert formgrader.value.code == 404
+    for endpoint in ("assignments", "formgrader"):
+        with pytest.raises(urllib.error.HTTPError) as off:
+            lab_server.api("GET", endpoint)
+        assert off.value.code == 404, endpoint
+
+
+@pytest.mark.browser
+@pytest.mark.kernel
+def test_the_learners_lab_shows_no_instructor_tool_no_exchange_error_and_no_pop_up(
+    page, lab_server
+):
+    """What ``make lab`` shows around a lesson: Validate, and nothing meant for instructors."""
+    nbp = NotebookPage(page, lab_server, E7_3_RELEASE_NB)
+    expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")
+    # No Nbgrader menu: what it offers is the instructor's tools and the Assignments panel.
+    menus = page.locator(".lm-MenuBar-itemLabel")
+    expect(menus.filter(has_text="Kernel")).to_have_count(1)
+    assert "Nbgrader" not in menus.all_inner_texts(), menus.all_inner_texts()
+    body = page.locator("body")
+    for text in ("Create Assignment", "Error fetching courses", "exchange directory"):
+        expect(body).not_to_contain_text(text)
+    expect(page.locator(".Toastify__toast")).to_have_count(0)  # no "official Jupyter news?"
+    screenshot(page, "lab-learner-view.png")
+    assert not nbp.errors, nbp.errors
 
 
 @pytest.mark.browser
@@ -359,6 +390,18 @@ SOLVED = {
                 "the same text as plain greedy decoding: True",
                 "passes saved",
             )
+        },
+    ),
+    E7_3: Solved(
+        E7_3_RELEASE_NB,
+        E7_3_SOURCE_NB,
+        frozenset({"spec_accept", "residual_distribution", "speculative_step"})
+        | frozenset({"expected_tokens", "greedy_step", "part1_answers"}),
+        ("distribution", "tokens-per-pass"),
+        {
+            "by_acceptance = np.minimum(": ("min(p,q)", "resample"),
+            'print("speculative greedy", fast)': ("identical: True",),
+            "for alpha in (0.5, 0.8, 0.95):": ("2.101x the target alone",),
         },
     ),
     E7_4: Solved(

@@ -1,4 +1,5 @@
-"""specdec_reference.checks: fair conversions, helpful messages, honest statistics, isolation."""
+"""specdec_reference.testing, the hidden tests' helpers: fair conversions, helpful messages,
+honest statistics, isolation."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specdec_reference import checks
+from specdec_reference import testing as checks
 
 # ---------------------------------------------------------------------------
 # Conversions accept every correct type and reject the rest
@@ -276,7 +277,7 @@ def test_use_reference_for_cell_restores_after_the_cell_in_a_real_shell():
         shell.user_ns["_fake_reference"] = lambda p, q: "reference"
         result = shell.run_cell(
             textwrap.dedent("""
-            from specdec_reference import checks
+            from specdec_reference import testing as checks
             checks.use_reference_for_cell(globals(), "accept_prob", _fake_reference)
             assert accept_prob(1, 2) == "reference"
             raise AssertionError("the visible part fails")

@@ -50,10 +50,22 @@ LAZY_IMPORTS = {
     ("autograder.grade", "autograder.grading.cluster_pool"),
     # the command's imports come after it has started grade's forkserver, to run side by side
     ("autograder.entry", "autograder.cli"),
-    # matplotlib (the report's charts) and numpy (the demo's reference figures): the grade
-    # verb, and every other but these two, do without them
+    # each verb's module is imported by the function that runs it, nbgrader's gradebook
+    # (RecordError) after the parsing: --help and a usage error import none of them
+    ("autograder.cli", "autograder.release"),
+    ("autograder.cli", "autograder.grade"),
+    ("autograder.cli", "autograder.export"),
+    ("autograder.cli", "autograder.feedback"),
     ("autograder.cli", "autograder.report"),
     ("autograder.cli", "autograder.demo"),
+    ("autograder.cli", "autograder.render.terminal"),
+    ("autograder.cli", "autograder.grading.record"),
+    # nbgrader and traitlets only where a course is opened: UsageError and find_course
+    # (the command's parsing) do without them
+    ("autograder.course", "traitlets.config.loader"),
+    ("autograder.course", "nbgrader.apps"),
+    ("autograder.course", "nbgrader.coursedir"),
+    ("autograder.course", "nbgrader.api"),
 }
 
 

@@ -54,7 +54,7 @@ STATIC_CASES = [
     ("import sys\nsys.settrace(tracer)", "tamper:trace"),
     ("import sys\nsys.meta_path.insert(0, Finder())", "tamper:import-hook"),
     ("import specdec_reference", "uses-reference"),
-    ("from specdec_reference.checks import check_close", "uses-reference"),
+    ("from specdec_reference.testing import check_close", "uses-reference"),
     ("m = __import__('specdec_reference')", "uses-reference"),
     ("import os\nos._exit(0)", "suspect:exit"),
     ("import sys\nsys.exit()", "suspect:exit"),

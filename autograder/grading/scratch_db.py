@@ -1,7 +1,7 @@
 """A job's scratch gradebook: its URL, and the SQLAlchemy plugin that makes it skip disk syncs.
 
 nbgrader's ``SaveAutoGrades`` commits the scratch gradebook once per graded cell (66 times
-for an E7.2 notebook) and SQLite waits for the disk at every commit, about 75 ms a job.  The
+for an E7.2 notebook) and SQLite waits for the disk at every commit.  The
 scratch gradebook is thrown away after the job, and a job that a crash interrupts is graded
 again, so nothing needs it to survive one: its URL names :class:`NoDiskSync`, which turns
 SQLite's syncs off (``PRAGMA synchronous = OFF``) on that engine's connections only.

@@ -1,42 +1,56 @@
 """Recognise a download's layout (``--lms auto``) and parse it with that layout's parser.
 
-Each layout module scores how well the member names follow its rules (0 to 1); the
-best score of at least one half wins.  When none does, or a named layout matches
-nothing, the student ids are the plain file and folder names, with a warning.
+:data:`LAYOUTS` is the one table of layouts, in the order they are tried: each names its
+``--lms`` value, how well the member names follow its rules (0 to 1) and its parser.  The
+best score of at least one half wins, the earlier layout on a tie.  When none does, or a
+named layout matches nothing, the student ids are the plain file and folder names, with a
+warning.
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from autograder.intake import blackboard, canvas, exchange, github, gradescope, moodle, plain
 from autograder.intake.records import Context, Intake, Member
 
-#: The layouts ``--lms`` accepts, ``auto`` first.
-LAYOUTS = ("auto", "canvas", "moodle", "blackboard", "gradescope", "github", "nbgrader", "plain")
-_PARSERS = MappingProxyType(
-    {
-        "canvas": canvas.parse,
-        "moodle": moodle.parse,
-        "blackboard": blackboard.parse,
-        "gradescope": gradescope.parse,
-        "github": github.parse,
-        "nbgrader": exchange.parse,
-    }
+
+@dataclass(frozen=True)
+class Layout:
+    """One download layout: its ``--lms`` name, how to recognise it, how to parse it."""
+
+    name: str
+    #: ``matches(members, ctx)``: the share of the names that follow this layout's rules,
+    #: 0 to 1; None for the plain layout, which is never recognised: it is the fallback.
+    matches: Callable[[list[Member], Context], float] | None
+    parse: Callable[[list[Member], Context], Intake]
+
+
+#: Every layout, in recognition order, the plain fallback last.
+LAYOUTS = (
+    Layout("canvas", lambda members, ctx: canvas.matches(members), canvas.parse),
+    Layout("moodle", lambda members, ctx: moodle.matches(members), moodle.parse),
+    Layout("blackboard", lambda members, ctx: blackboard.matches(members), blackboard.parse),
+    Layout("gradescope", lambda members, ctx: gradescope.matches(members), gradescope.parse),
+    Layout("github", github.matches, github.parse),
+    Layout(
+        "nbgrader", lambda members, ctx: exchange.matches(members, ctx.assignment), exchange.parse
+    ),
+    Layout("plain", None, plain.parse),
 )
+#: What ``--lms`` accepts: ``auto`` (recognise the layout), then every layout's name.
+CHOICES = ("auto", *(layout.name for layout in LAYOUTS))
 #: The least score that makes a layout recognised.
 THRESHOLD = 0.5
 
 
 def scores(members: list[Member], ctx: Context) -> dict[str, float]:
-    """How well the members follow each layout's naming, 0 to 1."""
+    """How well the members follow each recognisable layout's naming, 0 to 1."""
     return {
-        "canvas": canvas.matches(members),
-        "moodle": moodle.matches(members),
-        "blackboard": blackboard.matches(members),
-        "gradescope": gradescope.matches(members),
-        "github": github.matches(members, ctx),
-        "nbgrader": exchange.matches(members, ctx.assignment),
+        layout.name: layout.matches(members, ctx)
+        for layout in LAYOUTS
+        if layout.matches is not None
     }
 
 
@@ -57,10 +71,10 @@ def parse_download(members: list[Member], ctx: Context, lms: str = "auto") -> In
     Raises
     ------
     ValueError
-        For a layout name not in :data:`LAYOUTS`.
+        For a layout name not in :data:`CHOICES`.
     """
-    if lms not in LAYOUTS:
-        raise ValueError(f"unknown layout {lms!r} (known: {', '.join(LAYOUTS)})")
+    if lms not in CHOICES:
+        raise ValueError(f"unknown layout {lms!r} (known: {', '.join(CHOICES)})")
     warnings = []
     if lms == "auto":
         ranked = sorted(scores(members, ctx).items(), key=lambda kv: kv[1], reverse=True)
@@ -80,6 +94,7 @@ def parse_download(members: list[Member], ctx: Context, lms: str = "auto") -> In
             f"no file follows the {lms} layout's naming; student ids are the file and folder names"
         )
         lms = "plain"
-    intake = _PARSERS[lms](members, ctx) if lms in _PARSERS else plain.parse(members, ctx)
+    (layout,) = [layout for layout in LAYOUTS if layout.name == lms]
+    intake = layout.parse(members, ctx)
     intake.warnings[:0] = warnings
     return intake

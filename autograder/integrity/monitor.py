@@ -71,6 +71,13 @@ def _same(a, b):
 
 class _Monitor:
     def __init__(self, config):
+        self._configure(config)
+        self._take_baseline()
+        self._start_watching()
+
+    # -- setting up ------------------------------------------------------------------------
+    def _configure(self, config):
+        """What the grader's config says, and the monitor's own (empty) records."""
         from IPython import get_ipython
 
         self.shell = get_ipython()
@@ -83,6 +90,7 @@ class _Monitor:
         self.reference_dirs = tuple(
             d.rstrip("/") + "/" for d in config.get("reference_dirs", ()) if d
         )
+        self.reference_path = config.get("reference_path")
         self.trusted_dirs = (
             tuple(
                 p.rstrip("/") + "/"
@@ -111,9 +119,10 @@ class _Monitor:
         self._realpath = os.path.realpath
         # The frames below this cell are the kernel's own start (ipykernel's launcher, or the
         # warm parent a kernel was forked from, whose code has no file under a trusted
-        # folder): no learner code has run yet, so none of them is the learner's.
+        # folder): no learner code has run yet, so none of them is the learner's.  They
+        # start at the caller of ``__init__``, two frames up.
         self.boot_codes = set()
-        frame = sys._getframe(1)
+        frame = sys._getframe(2)
         while frame is not None:
             self.boot_codes.add(frame.f_code)
             frame = frame.f_back
@@ -126,7 +135,8 @@ class _Monitor:
         self.grader_sources = set(config.get("grader_cells", ()))
         self._transform = _baseline_transform(self.shell)
 
-        # Everything below is the baseline that learner code must leave alone.
+    def _take_baseline(self):
+        """Snapshot everything that learner code must leave alone."""
         for name in _WATCHED_MODULES:
             if name not in sys.modules:
                 try:
@@ -157,9 +167,10 @@ class _Monitor:
         if session is not None:
             self.attrs[(id(session), "send")] = (session, "send", _fingerprint(session, "send"))
 
+    def _start_watching(self):
+        """Guard ``sys.path`` and ``import``, hook the cell events and the audit events."""
         # Where the genuine reference package lives goes first on sys.path, so that a
         # package of the same name written to the working directory cannot shadow it.
-        self.reference_path = config.get("reference_path")
         if self.reference_path:
             sys.path.insert(0, self.reference_path)
         # Cached imports raise no audit event: watch ``import`` statements too.

@@ -1,8 +1,8 @@
 """nbgrader's ``CheckCellMetadata``, with its JSON schema compiled once per process.
 
 nbgrader validates every cell's ``nbgrader`` metadata with ``jsonschema.validate``, which
-checks the schema itself against JSON Schema's meta-schema on every call: about 0.1 CPU-s
-per notebook, twice per submission (the sanitising pass and the autograding pass).  This
+checks the schema itself against JSON Schema's meta-schema on every call, for every cell
+of a notebook, twice per submission (the sanitising pass and the autograding pass).  This
 preprocessor runs nbgrader's own validator (its version checks, its rules per cell type)
 with one difference: the schema is checked and compiled once per notebook (not once per
 cell), and each cell is validated

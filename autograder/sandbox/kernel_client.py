@@ -2,7 +2,7 @@
 
 jupyter_client's ``wait_for_ready`` ends by reading IOPub until it has been silent for
 0.2 s.  Nothing runs meanwhile, neither the grader nor the kernel, so every submission
-spent 0.2 s of idle time there (8% of an E7.2 job on two workers).
+would spend that time idle.
 :class:`SandboxedKernelClient` waits for what that silence stands for instead: the
 ``kernel_info_reply`` on the shell channel, and on IOPub the kernel's ``idle`` status for
 that same request, which the kernel publishes after the reply.  Then IOPub is known to be

@@ -92,8 +92,7 @@ def copy_package(name: str, dest_root: Path) -> Path:
     The copy is read-only inside the sandbox, where a kernel cannot write the bytecode
     cache, so it is compiled here (against the copy's sources, whose times ``copytree``
     keeps), once per copy: a warm parent's, which all its forked kernels import from, or a
-    fresh kernel's own (there it costs the grader about what it saves the kernel,
-    0.03 CPU-s).
+    fresh kernel's own (there it costs the grader about what it saves the kernel).
     """
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
@@ -111,7 +110,7 @@ def copy_package(name: str, dest_root: Path) -> Path:
 
 @functools.cache
 def matplotlib_font_cache() -> Path | None:
-    """The grader's matplotlib font cache, copied into each sandbox (saves ~1 s per kernel)."""
+    """The grader's matplotlib font cache, copied into each sandbox (no kernel builds its own)."""
     # Imported here, deliberately: matplotlib is heavy, only this needs it, and importing
     # font_manager is what builds the cache (once, when the first kernel starts).
     try:

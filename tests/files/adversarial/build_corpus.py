@@ -271,7 +271,7 @@ SCENARIOS: dict[str, dict] = {
             import sys
             # The part-1 tests have imported the check helpers: neuter them.  (The name is
             # built at run time so that the hidden tests' own guard does not see it.)
-            _helpers = sys.modules["_".join(("specdec", "reference.checks"))]
+            _helpers = sys.modules["_".join(("specdec", "reference.testing"))]
             for _name in ("check_close", "check_equal", "reference_guard", "check_raises"):
                 setattr(_helpers, _name, lambda *args, **kwargs: None)
             _helpers.call_or_fail = lambda fn, *args, call=None, **kwargs: 0.625
@@ -295,7 +295,7 @@ SCENARIOS: dict[str, dict] = {
             os.makedirs(_pkg, exist_ok=True)
             with open(os.path.join(_pkg, "__init__.py"), "w") as f:
                 f.write("def accept_prob(p, q):\\n    return p\\n")
-            with open(os.path.join(_pkg, "checks.py"), "w") as f:
+            with open(os.path.join(_pkg, "testing.py"), "w") as f:
                 f.write("def __getattr__(name):\\n    return lambda *a, **k: None\\n")
             """},
     },
