@@ -1,21 +1,16 @@
 """``specdec-course grade``: autograde a class's submissions, in parallel and in isolation.
 
-A run is a short sequence of steps: :func:`open_assignment`; :func:`collect_submissions`
-(:mod:`autograder.intake`: a folder, a zip, an LMS download, or the course's own
-``submitted/`` in place); :func:`~autograder.grading.plan.plan`, which decides for each
-student whether the earlier result is kept, or the submission is recorded as it is, or
-graded; :meth:`Recorder.settle`, which adds to nbgrader's ``submitted/`` layout what is
-not there yet (never deleting anything); :meth:`Engine.run`, one
-:class:`~autograder.grading.job.Job` per graded submission on the worker pool
-(:mod:`autograder.grading.pool`) or a Dask cluster; :meth:`Recorder.record` for each
-result; :meth:`Recorder.finish`, the CSVs and the summary.
-
-The parent process is the only writer of the course's gradebook, ``autograded/``,
-``feedback/`` and ``reports/<assignment>/`` (:mod:`autograder.grading.record`).  Each
-finished submission is recorded at once (``results/<student>.json``), so a run that is
-killed midway loses nothing: running it again grades only what is missing.  When the
-course cannot be written (its gradebook stays locked, its disk is full), the run stops
-with :class:`~autograder.grading.record.RecordError`, keeping what it recorded.
+The parent process collects the submissions (:mod:`autograder.intake`: a folder, a zip,
+an LMS download, or the course's own ``submitted/`` in place), adds to nbgrader's
+``submitted/`` layout what is not there yet (never deleting anything), hands one
+:class:`~autograder.grading.job.Job` per submission to the worker pool
+(:mod:`autograder.grading.pool`), and is the only writer of the course's gradebook,
+``autograded/``, ``feedback/`` and ``reports/<assignment>/``
+(:mod:`autograder.grading.record`).  Each finished submission is recorded at once
+(``results/<student>.json``), so a run that is killed midway loses nothing: running it
+again grades only what is missing.  When the course cannot be written (its gradebook
+stays locked, its disk is full), the run stops with
+:class:`~autograder.grading.record.RecordError`, keeping what it recorded.
 """
 
 from __future__ import annotations
@@ -25,19 +20,14 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from traitlets.config import Config
 
 from autograder import sandbox as sandboxing
 from autograder.course import UsageError, find_course, load_config, notebooks
 from autograder.grading import forkserver
 from autograder.grading.job import Job, grade_job
-from autograder.grading.plan import Action, Decision, Plan, plan
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
@@ -46,17 +36,19 @@ from autograder.grading.record import (
     load_result,
     load_results,
     record,
+    result_key,
     stop_when_disk_full,
     warn,
     write_csvs,
     written_by_grader,
 )
 from autograder.grading.results import GradeResult, Status, SubmissionResult
-from autograder.grading.students import identified
+from autograder.grading.students import identify
 from autograder.grading.template import build_template, sync_gradebook, template_test_cells
-from autograder.intake.collect import Collected, Submission, collect_class
+from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
 from autograder.intake.submitted import copy_exchange_files, store_submitted
+from autograder.intake.validate import readable_notebook
 from autograder.render.feedback_page import write_pages
 
 
@@ -128,80 +120,152 @@ def grade(
         ``gradebook_wait``, the disk is full).  What was recorded is kept; the same
         call again finishes the batch.
     """
-    work = open_assignment(assignment, course)
+    root = find_course(course)
+    config = load_config(root)
+    names = notebooks(root, assignment)
+    if len(names) != 1:
+        raise UsageError(f"assignment {assignment!r} has {len(names)} notebooks; one is supported")
+    notebook = names[0]
     # The instructor's own errors (no such folder, nothing in it) come before any check of
     # the machine, so that they are reported as what they are.
-    collected = collect_submissions(work, submissions, lms, roster)
+    collected = _collect(root, assignment, notebook, submissions, lms, roster)
+    subs = collected.submissions
     swept = kill_orphans()  # what a grader killed outright (kill -9) may have left running
     on_dask = bool(scheduler or cluster)
     if executor_factory is local_executor and not on_dask:
         forkserver.start()  # its imports run while this process sets up
-    timeout = work.cell_timeout if timeout is None else timeout
+    if timeout is None:
+        timeout = float(config.Execute.get("timeout", 30) or 30)
     # The sandbox must run where the kernels run: here, or on a scheduler's workers (their
     # preload checks it there).
     limits = _sandbox_limits(check=not scheduler) if sandbox else None
-    out = summary(work, collected, in_place=submissions is None, workers=workers, swept=swept)
-    hard = hard_timeout or notebook_timeout + 2 * timeout + 120
-    subs = collected.submissions
-    with ExitStack() as stack:
-        run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
-        stack.callback(shutil.rmtree, run_root, ignore_errors=True)
-        # first, so that a wrong address or option fails at once
-        engine = stack.enter_context(
-            open_engine(executor_factory, job_fn, hard, out.workers, scheduler, cluster, security)
+    out = GradeResult(
+        assignment,
+        root,
+        layout=collected.layout,
+        in_place=submissions is None,
+        ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
+        warnings=list(collected.warnings),
+        workers=workers or os.cpu_count() or 1,
+        swept=swept,
+    )
+    by_student = {sub.student: sub for sub in subs}
+    engines = ExitStack()
+    engine = None
+
+    run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
+    jobs: list[Job] = []
+    pages: set[str] = set()  # students whose feedback page this run wrote
+    try:
+        if on_dask:  # first, so that a wrong address or option fails at once
+            engine = engines.enter_context(_dask_engine(scheduler, cluster, security))
+            executor_factory = engine.executor
+            out.engine, out.workers = engine.description, engine.workers()
+        template, template_hash = build_template(root, assignment)
+        sync_gradebook(root, assignment, template_hash)
+        test_cells = template_test_cells(template, assignment, notebook)
+        results_dir = out.reports / "results"
+        results_dir.mkdir(parents=True, exist_ok=True)
+        keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
+        flags = {sub.student: sub.flags for sub in subs}
+
+        def save(result: SubmissionResult) -> None:
+            """Record ``result`` (waiting for a locked gradebook; RecordError if it cannot)."""
+            record(
+                root,
+                config,
+                notebook,
+                test_cells,
+                result,
+                results_dir,
+                gradebook_wait=gradebook_wait,
+                notify=notify,
+            )
+
+        def finish(result: SubmissionResult) -> None:
+            result.key = keys[result.student]
+            identify(result, by_student[result.student])
+            save(result)
+            out.graded_now.append(result.student)
+
+        for sub in subs:
+            data = readable_notebook(sub)
+            previous = load_result(results_dir / f"{sub.student}.json")
+            if sub.missing and previous and previous.status is not Status.MISSING:
+                # graded from an earlier download: kept (recorded again if its student is
+                # better known now, or if the gradebook was locked or full back then)
+                if identify(previous, sub) or not previous.in_gradebook:
+                    save(previous)
+                out.reused.append(sub.student)
+                continue
+            if not force and previous and previous.key == keys[sub.student]:
+                if identify(previous, sub) or not previous.in_gradebook:
+                    save(previous)
+                out.reused.append(sub.student)
+                continue
+            if not out.in_place and not sub.missing:
+                ours = written_by_grader(previous, notebook) if previous else {}
+                with stop_when_disk_full():
+                    sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
+            if data is None:
+                reason = sub.problem or "unreadable"
+                status = Status.MISSING if sub.missing else Status.INVALID
+                flagged = list(sub.flags)
+                finish(SubmissionResult(sub.student, assignment, status, reason, flags=flagged))
+                continue
+            jobs.append(
+                Job(
+                    assignment=assignment,
+                    student=sub.student,
+                    notebook=notebook,
+                    data=data,
+                    template=template,
+                    scratch_root=run_root,
+                    cell_timeout=timeout,
+                    notebook_timeout=notebook_timeout,
+                    sandbox=sandbox,
+                    fork=fork,
+                    limits=limits,
+                    keep_scratch=keep_scratch,
+                )
+            )
+        total = len(jobs)
+        hard = hard_timeout or notebook_timeout + 2 * timeout + 120
+        finished = run_jobs(
+            jobs,
+            workers=out.workers,
+            hard_timeout=hard,
+            executor_factory=executor_factory,
+            fn=job_fn,
         )
-        out.engine, out.workers = engine.description, engine.workers
-        template, template_hash = build_template(work.root, assignment)
-        sync_gradebook(work.root, assignment, template_hash)
-        recorder = Recorder.open(work, out, template, gradebook_wait, notify, feedback)
-        job = Job(
-            assignment=assignment,
-            student="",
-            notebook=work.notebook,
-            data=b"",
-            template=template,
-            scratch_root=run_root,
-            cell_timeout=timeout,
-            notebook_timeout=notebook_timeout,
-            sandbox=sandbox,
-            limits=limits,
-            keep_scratch=keep_scratch,
-            fork=fork,
-        )
-        decided = plan(subs, recorder.recorded(subs), job, template_hash, force=force)
-        for decision in decided.decisions:
-            recorder.settle(decision)
-        recorder.record_all(engine.run(decided.jobs), decided, engine, progress)
-    return recorder.finish(decided)
+        # closing(): a RecordError stops the workers at once, not after their jobs.
+        with contextlib.closing(finished):
+            for n, (job, result) in enumerate(finished, start=1):
+                result.flags = flags.get(job.student, []) + result.flags
+                finish(result)
+                if feedback:  # written while the workers grade the next submissions
+                    _write_feedback(assignment, root, job.student)
+                    pages.add(job.student)
+                if progress:
+                    progress(job.student, n, total, engine.workers() if engine else out.workers)
+    finally:
+        engines.close()
+        shutil.rmtree(run_root, ignore_errors=True)
+
+    out.results = load_results(results_dir)
+    with stop_when_disk_full():
+        write_csvs(out.reports, out.results)
+    if feedback:  # the submissions recorded without a worker (invalid ones)
+        for student in out.graded_now:
+            if student not in pages and out.results[student].status is not Status.MISSING:
+                _write_feedback(assignment, root, student)
+    return out
 
 
-@dataclass(frozen=True)
-class Assignment:
-    """The assignment a run grades, in its course."""
-
-    name: str
-    root: Path  #: the course root
-    config: Config  #: the course's nbgrader configuration
-    notebook: str  #: the assignment's one notebook, without ``.ipynb``
-
-    @property
-    def cell_timeout(self) -> float:
-        """Seconds per cell that the course sets (``Execute.timeout``; 30 when unset)."""
-        return float(self.config.Execute.get("timeout", 30) or 30)
-
-
-def open_assignment(name: str, course: Path | str | None) -> Assignment:
-    """The assignment ``name`` of the course at ``course`` (UsageError: not one notebook)."""
-    root = find_course(course)
-    config = load_config(root)
-    names = notebooks(root, name)
-    if len(names) != 1:
-        raise UsageError(f"assignment {name!r} has {len(names)} notebooks; one is supported")
-    return Assignment(name, root, config, names[0])
-
-
-def collect_submissions(
-    work: Assignment,
+def _collect(
+    root: Path,
+    assignment: str,
+    notebook: str,
     submissions: Path | str | None,
     lms: str,
     roster: Path | str | None,
@@ -210,192 +274,22 @@ def collect_submissions(
     class_roster = read_roster(roster) if roster is not None else None
     if submissions is not None:
         return collect_class(
-            submissions,
-            notebook=work.notebook,
-            assignment=work.name,
-            lms=lms,
-            roster=class_roster,
+            submissions, notebook=notebook, assignment=assignment, lms=lms, roster=class_roster
         )
-    folder = work.root / "submitted"
+    folder = root / "submitted"
     if not folder.is_dir():
         raise UsageError(
             f"no --submissions given and {folder} does not exist (run `nbgrader collect "
-            f"{work.name}` first, or pass --submissions PATH)"
+            f"{assignment}` first, or pass --submissions PATH)"
         )
     return collect_class(
         folder,
-        notebook=work.notebook,
-        assignment=work.name,
+        notebook=notebook,
+        assignment=assignment,
         lms="nbgrader",
         roster=class_roster,
-        select=lambda parts: len(parts) < 2 or parts[1] == work.name,
+        select=lambda parts: len(parts) < 2 or parts[1] == assignment,
     )
-
-
-def summary(
-    work: Assignment, collected: Collected, *, in_place: bool, workers: int | None, swept: int
-) -> GradeResult:
-    """What the run did, so far: what the intake made of the download."""
-    subs = collected.submissions
-    return GradeResult(
-        work.name,
-        work.root,
-        layout=collected.layout,
-        in_place=in_place,
-        ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
-        warnings=list(collected.warnings),
-        workers=workers or os.cpu_count() or 1,
-        swept=swept,
-    )
-
-
-@dataclass(frozen=True)
-class Engine:
-    """Where the jobs run: the local worker pool, or a Dask cluster (``cluster``)."""
-
-    executor_factory: ExecutorFactory
-    job_fn: Callable[[Job], SubmissionResult]
-    hard_timeout: float  #: seconds after which a job's worker is killed
-    workers: int  #: the workers when the run started
-    description: str = "local pool"
-    cluster: Any = None  #: the run's :class:`~autograder.grading.cluster_pool.DaskEngine`
-
-    def run(self, jobs: Sequence[Job]) -> Iterator[tuple[Job, SubmissionResult]]:
-        """``(job, result)`` for every job as it finishes (close it to stop the workers)."""
-        return run_jobs(
-            jobs,
-            workers=self.workers,
-            hard_timeout=self.hard_timeout,
-            executor_factory=self.executor_factory,
-            fn=self.job_fn,
-        )
-
-    def now(self) -> int:
-        """The workers now (a cluster's come and go)."""
-        return self.cluster.workers() if self.cluster is not None else self.workers
-
-
-@contextlib.contextmanager
-def open_engine(
-    executor_factory: ExecutorFactory,
-    job_fn: Callable[[Job], SubmissionResult],
-    hard_timeout: float,
-    workers: int,
-    scheduler: str | None,
-    cluster: str | None,
-    security: Path | str | None,
-) -> Iterator[Engine]:
-    """The local pool of ``workers``, or the Dask cluster asked for, connected until the end."""
-    if not (scheduler or cluster):
-        yield Engine(executor_factory, job_fn, hard_timeout, workers)
-        return
-    with _dask_engine(scheduler, cluster, security) as dask:
-        yield Engine(dask.executor, job_fn, hard_timeout, dask.workers(), dask.description, dask)
-
-
-@dataclass
-class Recorder:
-    """Records one run's results in the course: key, identity, gradebook, JSON, feedback."""
-
-    work: Assignment
-    out: GradeResult
-    test_cells: dict[str, float]  #: grade id -> points, of the assignment's test cells
-    gradebook_wait: float
-    notify: Callable[[str], None]
-    feedback: bool
-
-    @classmethod
-    def open(
-        cls,
-        work: Assignment,
-        out: GradeResult,
-        template: Path,
-        gradebook_wait: float,
-        notify: Callable[[str], None],
-        feedback: bool,
-    ) -> Recorder:
-        """The recorder of a run graded from ``template``, its results folder made."""
-        cells = template_test_cells(template, work.name, work.notebook)
-        recorder = cls(work, out, cells, gradebook_wait, notify, feedback)
-        recorder.results_dir.mkdir(parents=True, exist_ok=True)
-        return recorder
-
-    @property
-    def results_dir(self) -> Path:
-        return self.out.reports / "results"
-
-    def recorded(self, subs: Sequence[Submission]) -> dict[str, SubmissionResult | None]:
-        """Each student's result that an earlier run recorded (None: there is none)."""
-        return {s.student: load_result(self.results_dir / f"{s.student}.json") for s in subs}
-
-    def settle(self, decision: Decision) -> None:
-        """Before the workers start: store what is new in ``submitted/``; keep or record
-        what needs no worker."""
-        sub = decision.sub
-        if decision.action is Action.KEEP:
-            if decision.rerecord:
-                self.save(decision.result)
-            self.out.reused.append(sub.student)
-            return
-        if not self.out.in_place and not sub.missing:
-            earlier, work = decision.earlier, self.work
-            ours = written_by_grader(earlier, work.notebook) if earlier else {}
-            with stop_when_disk_full():
-                sub.flags.extend(store_submitted(work.root, work.name, work.notebook, sub, ours))
-        if decision.action is Action.RECORD:
-            self.record(decision, decision.result)
-
-    def record(self, decision: Decision, result: SubmissionResult) -> None:
-        """Record a result of this run under its key, saying who its student is."""
-        result = identified(result, decision.sub)
-        result.key, result.flags = decision.key, decision.sub.flags + result.flags
-        self.save(result)
-        self.out.graded_now.append(result.student)
-
-    def save(self, result: SubmissionResult) -> None:
-        """Record ``result`` (waiting for a locked gradebook; RecordError if it cannot)."""
-        work = self.work
-        record(
-            work.root,
-            work.config,
-            work.notebook,
-            self.test_cells,
-            result,
-            self.results_dir,
-            gradebook_wait=self.gradebook_wait,
-            notify=self.notify,
-        )
-
-    def record_all(
-        self,
-        finished: Iterator[tuple[Job, SubmissionResult]],
-        decided: Plan,
-        engine: Engine,
-        progress: Callable[[str, int, int, int], None] | None,
-    ) -> None:
-        """Record each worker's result as it comes, with its feedback page."""
-        graded = {d.student: d for d in decided.of(Action.GRADE)}
-        # closing(): a RecordError stops the workers at once, not after their jobs.
-        with contextlib.closing(finished):
-            for n, (job, result) in enumerate(finished, start=1):
-                self.record(graded[job.student], result)
-                if self.feedback:  # written while the workers grade the next submissions
-                    _write_feedback(self.work.name, self.work.root, job.student)
-                if progress:
-                    progress(job.student, n, len(graded), engine.now())
-
-    def finish(self, decided: Plan) -> GradeResult:
-        """The CSVs of every student graded so far, and the pages of those recorded as
-        they were (invalid ones); the run's summary."""
-        out = self.out
-        out.results = load_results(self.results_dir)
-        with stop_when_disk_full():
-            write_csvs(out.reports, out.results)
-        if self.feedback:
-            for decision in decided.of(Action.RECORD):
-                if decision.result.status is not Status.MISSING:
-                    _write_feedback(self.work.name, self.work.root, decision.student)
-        return out
 
 
 def _dask_engine(scheduler: str | None, cluster: str | None, security: Path | str | None):

@@ -4,27 +4,16 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
-from traitlets.config import Config
 
 from autograder.course import UsageError
-from autograder.grade import Assignment, summary
 from autograder.intake import collect as collect_mod
-from autograder.intake.collect import (
-    Entry,
-    Kind,
-    Verdict,
-    admit,
-    collect,
-    collect_class,
-    normalize_student_id,
-)
+from autograder.intake.collect import collect, normalize_student_id
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])).encode()
 
@@ -192,110 +181,3 @@ def test_no_submissions_is_the_instructors_error(tmp_path, make):
         target.write_text("plain text")
     with pytest.raises(UsageError):
         collect(target)
-
-
-def collect_within(seconds: float, path: Path, **options):
-    """``collect_class(path)``, failing (not hanging) when it takes longer than ``seconds``."""
-    done: dict = {}
-
-    def run() -> None:
-        try:
-            done["class"] = collect_class(path, **options)
-        except BaseException as exc:  # handed to the test below
-            done["error"] = exc
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), f"collecting {path} did not finish in {seconds} s"
-    if "error" in done:
-        raise done["error"]
-    return done["class"]
-
-
-def test_a_named_pipe_is_never_opened_and_is_listed_with_why(tmp_path):
-    (tmp_path / "alice.ipynb").write_bytes(NB)
-    (tmp_path / "fifo").mkdir()
-    os.mkfifo(tmp_path / "fifo" / "work.ipynb")  # no writer: opening it would block
-    os.mkfifo(tmp_path / "pipe.ipynb")
-    (tmp_path / "bob").mkdir()
-    (tmp_path / "bob" / "work.ipynb").write_bytes(NB)
-    os.mkfifo(tmp_path / "bob" / "notes.txt")
-
-    collected = collect_within(30, tmp_path, notebook="work")
-
-    subs = by_student(collected.submissions)
-    assert sorted(subs) == ["alice", "bob", "fifo", "pipe"]
-    assert (subs["fifo"].data, subs["fifo"].problem) == (None, "is not a regular file")
-    assert subs["fifo"].ignored == ["fifo/work.ipynb (is not a regular file)"]
-    assert subs["pipe"].ignored == ["pipe.ipynb (is not a regular file)"]
-    assert subs["bob"].data == NB and subs["bob"].ignored == [
-        "bob/notes.txt (is not a regular file)"
-    ]
-    lines = summary(
-        Assignment("a", tmp_path, Config(), "work"), collected, in_place=False, workers=1, swept=0
-    ).ignored  # what `grade` lists as not graded
-    assert "fifo: fifo/work.ipynb (is not a regular file)" in lines
-    assert "bob: bob/notes.txt (is not a regular file)" in lines
-
-
-def test_a_zip_member_recorded_as_a_named_pipe_is_refused_alike(tmp_path):
-    archive = tmp_path / "class.zip"
-    with zipfile.ZipFile(archive, "w") as out:
-        out.writestr("alice.ipynb", NB)
-        info = zipfile.ZipInfo("fifo/work.ipynb")
-        info.external_attr = (stat.S_IFIFO | 0o644) << 16
-        out.writestr(info, b"")
-
-    subs = by_student(collect(archive))
-
-    assert subs["alice"].data == NB
-    assert subs["fifo"].problem == "zip member 'fifo/work.ipynb' is not a regular file"
-
-
-@pytest.mark.parametrize(
-    ("kind", "parts", "size", "verdict"),
-    [
-        (Kind.FILE, ("alice", "hw.ipynb"), 10, Verdict.READ),
-        (Kind.FILE, ("alice", "hw.ipynb"), collect_mod.MAX_NOTEBOOK_BYTES + 1, Verdict.REFUSE),
-        (Kind.FILE, ("alice", "notes.txt"), 10, Verdict.LIST),
-        (Kind.FILE, ("alice", "up.zip"), 10, Verdict.OPEN),
-        (Kind.FILE, ("alice", ".DS_Store"), 10, Verdict.SKIP),
-        (Kind.FILE, ("__MACOSX", "alice", "hw.ipynb"), 10, Verdict.SKIP),
-        (Kind.FILE, tuple(f"d{i}" for i in range(collect_mod.MAX_DEPTH)) + ("x.ipynb",), 1, "deep"),
-        (Kind.LINK, ("mallory.ipynb",), 0, Verdict.REFUSE),
-        (Kind.OTHER, ("fifo", "work.ipynb"), 0, Verdict.REFUSE),
-        (Kind.FOLDER, ("carol",), 0, Verdict.MARK),
-        (Kind.FOLDER, ("carol", "sub"), 0, Verdict.SKIP),
-    ],
-)
-def test_one_admission_policy_for_a_folders_and_a_zips_entries(kind, parts, size, verdict):
-    folder = admit(Entry(parts, kind, size))
-    member = admit(Entry(parts, kind, size, label=f"zip member {'/'.join(parts)!r}"))
-
-    if verdict == "deep":
-        assert folder.parts == member.parts == parts[:1] + ("deep",)
-        verdict = Verdict.REFUSE
-    assert folder.verdict is member.verdict is verdict
-    if verdict is Verdict.REFUSE:  # the same reason (a zip's names the member)
-        assert folder.reason and member.reason.endswith(folder.reason)
-    inner = admit(Entry(parts, kind, size, inner=True))  # in a zip a student uploaded
-    assert inner.verdict is {Verdict.OPEN: Verdict.LIST, Verdict.MARK: Verdict.SKIP}.get(
-        verdict, verdict
-    )
-
-
-def test_a_file_too_deep_in_a_folder_is_refused_as_in_a_zip(tmp_path):
-    deep = "/".join(f"d{i}" for i in range(12))
-    folder = tmp_path / "class"
-    (folder / "carol" / deep).mkdir(parents=True)
-    (folder / "alice.ipynb").write_bytes(NB)
-    (folder / "carol" / deep / "nb.ipynb").write_bytes(NB)
-    archive = zip_with(tmp_path / "class.zip", {"alice.ipynb": NB, f"carol/{deep}/nb.ipynb": NB})
-
-    from_folder = by_student(collect(folder))["carol"]
-    from_zip = by_student(collect(archive))["carol"]
-
-    assert from_folder.problem == "is nested too deeply"
-    assert from_zip.problem == f"zip member 'carol/{deep}/nb.ipynb' is nested too deeply"
-    assert from_folder.ignored == ["carol/deep (is nested too deeply)"]

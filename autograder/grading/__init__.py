@@ -8,8 +8,6 @@
 * :mod:`~autograder.grading.processes`: a job's processes, their marker and memory;
 * :mod:`~autograder.grading.scoring`: an executed notebook to cell scores and a status;
 * :mod:`~autograder.grading.results`: the typed results and their JSON;
-* :mod:`~autograder.grading.plan`: what a run does with each student (keep the earlier
-  result, record it as it is, or grade it), decided without touching the course;
 * :mod:`~autograder.grading.pool`: jobs on an executor, surviving crashed workers;
 * :mod:`~autograder.grading.record`: results into the course (gradebook, JSON, CSVs);
 * :mod:`~autograder.grading.students`: who each student is and when they submitted;

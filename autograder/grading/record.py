@@ -184,13 +184,7 @@ def _locked(exc: BaseException) -> bool:
 
 
 def load_result(path: Path) -> SubmissionResult | None:
-    """The result recorded at ``path``, or None when there is none or it is not a result.
-
-    Raises
-    ------
-    NewerResultsFile
-        When a newer grader wrote it: it is neither graded again nor written over.
-    """
+    """The result recorded at ``path`` (this version's or an earlier one's), or None."""
     try:
         return SubmissionResult.from_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError):
@@ -198,7 +192,7 @@ def load_result(path: Path) -> SubmissionResult | None:
 
 
 def load_results(results_dir: Path) -> dict[str, SubmissionResult]:
-    """Every result recorded in ``results_dir``, by student (see :func:`load_result`)."""
+    """Every result recorded in ``results_dir``, by student."""
     found = (load_result(path) for path in sorted(results_dir.glob("*.json")))
     return {r.student: r for r in found if r is not None}
 

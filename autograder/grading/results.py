@@ -3,24 +3,17 @@
 :class:`SubmissionResult` and :class:`CellResult` are what a worker returns, what the
 parent records, and what the feedback pages, the report and the CSVs read.  The JSON
 file ``reports/<assignment>/results/<student>.json`` is their serialisation
-(:meth:`SubmissionResult.to_json`), version :data:`SCHEMA`: its ``"schema"`` field says
-so, and a file without it is that version too.  A file of a newer version is refused
-(:class:`NewerResultsFile`), never read as this one nor written over.
+(:meth:`SubmissionResult.to_json`); :meth:`SubmissionResult.from_dict` also reads the
+files that versions before these dataclasses wrote, so ``grade`` resumes their runs.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
-
-from autograder.course import UsageError
-from autograder.intake.records import Identity
-
-#: The version of the results JSON that this grader writes, and the newest it reads.
-SCHEMA = 1
 
 
 class Status(str, Enum):
@@ -61,6 +54,9 @@ class Stop(str, Enum):
         return self.value
 
 
+#: The optional fields that say who a student is and when they submitted.
+IDENTITY_FIELDS = ("lms_user_id", "first_name", "last_name", "email", "timestamp", "late")
+
 #: Wording of the messages of cells that did not run (shown on pages and in the CSVs).
 NOT_RUN_PREFIX = "not run: "
 NOT_GRADED_PREFIX = "not graded: "
@@ -92,19 +88,19 @@ class CellResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
+        message = str(data.get("message") or "")
+        stop = data.get("stop")
+        if stop is None:  # written before ``stop`` existed: its message was the only record
+            stop = _legacy_stop(message)
         return cls(
             grade_id=str(data["grade_id"]),
             score=float(data.get("score", 0.0)),
             max_score=float(data.get("max_score", 0.0)),
             status=CellStatus(data.get("status", CellStatus.FAILED)),
-            message=str(data.get("message") or ""),
+            message=message,
             flags=[str(f) for f in data.get("flags", [])],
-            stop=Stop(data.get("stop", Stop.NONE)),
+            stop=Stop(stop),
         )
-
-
-class NewerResultsFile(UsageError):
-    """A results file of a newer :data:`SCHEMA` than this grader's: neither read nor rewritten."""
 
 
 @dataclass
@@ -123,7 +119,10 @@ class SubmissionResult:
     #: What the result was graded from (submission, source, limits); resume compares it.
     key: str = ""
     #: Who the student is and when they submitted, as the download and roster say.
-    identity: Identity = Identity()
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
     timestamp: str | None = None  #: ISO 8601, UTC
     late: bool | None = None  #: the LMS's late mark, else nbgrader's due date says
     #: Whether the course gradebook has these scores (false: an earlier run could not
@@ -143,15 +142,10 @@ class SubmissionResult:
         self.flags = list(dict.fromkeys(self.flags))
 
     def to_dict(self) -> dict[str, Any]:
-        """The results file's document: the identity's fields sit at its top level."""
-        data: dict[str, Any] = {"schema": SCHEMA}
-        for name, value in asdict(self).items():
-            if name == "identity":
-                data.update(value)
-            elif name != "autograded":
-                data[name] = value
-        for name in [*(f.name for f in fields(Identity)), "timestamp", "late"]:
-            if data[name] is None:  # written only when the download or roster told them
+        data = asdict(self)
+        data.pop("autograded")
+        for name in IDENTITY_FIELDS:  # written only when the download or roster told them
+            if data[name] is None:
                 del data[name]
         if not data["kernel"]:  # written only for a sandboxed kernel
             del data["kernel"]
@@ -162,18 +156,6 @@ class SubmissionResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SubmissionResult:
-        """Read a results file's document (see :meth:`to_dict`).
-
-        Raises
-        ------
-        NewerResultsFile
-            When a newer grader wrote it (its ``schema`` is above :data:`SCHEMA`).
-        ValueError, KeyError, TypeError
-            When it is not a results document.
-        """
-        if not isinstance(data, dict):
-            raise TypeError(f"a results document is a JSON object, not {type(data).__name__}")
-        _check_schema(data.get("schema", SCHEMA), data.get("student"))
         return cls(
             student=str(data["student"]),
             assignment=str(data.get("assignment", "")),
@@ -185,10 +167,14 @@ class SubmissionResult:
             cells=[CellResult.from_dict(c) for c in data.get("cells", [])],
             seconds=float(data.get("seconds", 0.0)),
             key=str(data.get("key") or ""),
-            identity=Identity(**{f.name: _text(data.get(f.name)) for f in fields(Identity)}),
+            lms_user_id=_text(data.get("lms_user_id")),
+            first_name=_text(data.get("first_name")),
+            last_name=_text(data.get("last_name")),
+            email=_text(data.get("email")),
             timestamp=_text(data.get("timestamp")),
             late=None if data.get("late") is None else bool(data["late"]),
-            in_gradebook=bool(data.get("in_gradebook", False)),
+            # Files written before the field existed were written after the gradebook.
+            in_gradebook=bool(data.get("in_gradebook", True)),
             kernel=str(data.get("kernel") or ""),
         )
 
@@ -221,17 +207,16 @@ class GradeResult:
         return self.course / "reports" / self.assignment
 
 
-def _check_schema(schema: Any, student: Any) -> None:
-    """Refuse a document of a newer schema; a schema that is no version is not a result."""
-    if type(schema) is not int or schema < 1:
-        raise ValueError(f"not a results file schema: {schema!r}")
-    if schema > SCHEMA:
-        raise NewerResultsFile(
-            f"the results of student {student!r} were written by a newer version of the "
-            f"grader (results schema {schema}; this one reads schema {SCHEMA}), and are left "
-            "as they are: grade, export and report with that version"
-        )
-
-
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _legacy_stop(message: str) -> Stop:
+    """The ``stop`` of a cell recorded before the field existed, from its fixed wording."""
+    if message.startswith(NOT_GRADED_PREFIX):
+        return Stop.NOT_GRADED
+    if message.startswith(NOT_RUN_PREFIX):
+        return Stop.NOTEBOOK_TIMEOUT if "longer than" in message else Stop.NOT_RUN
+    if message.startswith("KernelDied"):
+        return Stop.KERNEL_DIED
+    return Stop.NONE

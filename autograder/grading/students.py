@@ -10,7 +10,6 @@ the time and the penalty.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timezone
 
 from nbgrader.preprocessors import AssignLatePenalties
@@ -18,20 +17,25 @@ from nbgrader.preprocessors import AssignLatePenalties
 from autograder.grading.results import SubmissionResult
 from autograder.intake.collect import Submission
 
+#: The fields of nbgrader's ``Student`` row that a download or roster can fill.
+STUDENT_FIELDS = ("lms_user_id", "first_name", "last_name", "email")
 
-def identified(result: SubmissionResult, sub: Submission) -> SubmissionResult:
-    """``result`` as a new result that says who ``sub``'s student is and when they submitted.
 
-    What the submission knows wins; what it does not know keeps the result's value.
-    ``result`` is not changed: compare the two to tell whether anything did.
+def identify(result: SubmissionResult, sub: Submission) -> bool:
+    """Copy who ``sub``'s student is (and when they submitted) into ``result``.
+
+    Fields the submission does not know keep the result's value.  Returns True when
+    anything changed.
     """
-    when = utc(sub.timestamp).isoformat() if sub.timestamp else None
-    return replace(
-        result,
-        identity=sub.identity.merged(result.identity),
-        timestamp=result.timestamp if when is None else when,
-        late=result.late if sub.late is None else sub.late,
-    )
+    known = {name: getattr(sub, name) for name in STUDENT_FIELDS}
+    known["timestamp"] = utc(sub.timestamp).isoformat() if sub.timestamp else None
+    known["late"] = sub.late
+    changed = False
+    for name, value in known.items():
+        if value is not None and getattr(result, name) != value:
+            setattr(result, name, value)
+            changed = True
+    return changed
 
 
 def utc(when: datetime) -> datetime:
@@ -46,7 +50,8 @@ def record_student(gb, result: SubmissionResult) -> None:
 
     ``gb`` is an open :class:`nbgrader.api.Gradebook`.  Empty fields are not written.
     """
-    gb.update_or_create_student(result.student, **result.identity.known())
+    fields = {k: getattr(result, k) for k in STUDENT_FIELDS if getattr(result, k)}
+    gb.update_or_create_student(result.student, **fields)
     if result.timestamp:
         when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
         gb.update_or_create_submission(result.assignment, result.student, timestamp=when)

@@ -3,33 +3,26 @@
 Reading is this module's concern; who is who is the layout parsers'
 (``autograder/intake/``).  :func:`read_members` lists the files of a folder or a
 zip (a zip may wrap everything in one folder), reading notebooks, the metadata
-files a layout needs, and the zips that students uploaded (one level deep).
-:func:`collect_class` hands the members to the layout's parser, applies a roster,
-and returns one :class:`Submission` per student.
+files a layout needs, and the zips that students uploaded (one level deep, with the
+same checks).  :func:`collect_class` hands the members to the layout's parser,
+applies a roster, and returns one :class:`Submission` per student.
 
-One admission policy, :func:`admit`, decides for every entry of a folder, a zip or an
-uploaded zip alike whether it is skipped, read, opened, listed by name, or refused with
-the reason; a refused entry is listed as ignored with that reason (and is its
-student's ``problem`` when nothing else can be graded).  Nothing is extracted to disk
-by name: zip members are read in memory with size, depth and path checks, so ``../``
-paths, absolute paths, symlinks and zip bombs cannot write anywhere, and a named pipe
-is never opened.  A problem with one submission becomes that submission's ``problem``
-(graded as ``invalid``); the batch goes on.
+Nothing is extracted to disk by name: zip members are read in memory with size,
+depth and path checks, so ``../`` paths, absolute paths, symlinks and zip bombs
+cannot write anywhere.  A problem with one submission becomes that submission's
+``problem`` (graded as ``invalid``); the batch goes on.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import io
-import os
 import re
 import stat
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
 from pathlib import Path, PurePosixPath
 
 from autograder.course import UsageError
@@ -37,7 +30,6 @@ from autograder.intake.detect import parse_download
 from autograder.intake.records import (
     MAX_ID_LENGTH,
     Context,
-    Identity,
     Member,
     StudentRecord,
     normalize_student_id,
@@ -46,18 +38,12 @@ from autograder.intake.roster import Roster, apply_roster
 
 __all__ = [
     "MAX_ID_LENGTH",
-    "Admission",
     "Collected",
-    "Entry",
-    "Kind",
     "Submission",
-    "Verdict",
-    "admit",
     "collect",
     "collect_class",
     "normalize_student_id",
     "read_members",
-    "skipped",
 ]
 
 #: Largest notebook accepted, in bytes (an LMS download of a flooded notebook can be huge).
@@ -74,8 +60,6 @@ MAX_DEPTH = 8
 METADATA_NAMES = frozenset({"submission_metadata.yml", "timestamp.txt"})
 
 _SKIP_NAMES = frozenset({"__MACOSX", ".ipynb_checkpoints", ".DS_Store"})
-#: The Unix file types that are not regular files, folders or links: never opened.
-_NOT_REGULAR = frozenset({stat.S_IFIFO, stat.S_IFSOCK, stat.S_IFCHR, stat.S_IFBLK})
 #: A single top-level folder of this form is a student's (Moodle, Gradescope), not a wrapper.
 _STUDENT_FOLDER = re.compile(r"^(.*_\d+_assignsubmission_[a-z0-9]+_|submission_\d+)$")
 #: The wrapper GitHub Classroom's clone and Gradescope's export put around the class.
@@ -91,7 +75,10 @@ class Submission:
     data: bytes | None = None  #: the notebook's bytes, None when unusable
     problem: str | None = None  #: why it cannot be graded (status ``invalid``)
     flags: list[str] = field(default_factory=list)
-    identity: Identity = Identity()
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
     timestamp: datetime | None = None  #: submission time, when the layout gives it
     late: bool | None = None  #: the LMS's own late mark, when it gives one
     ignored: list[str] = field(default_factory=list)  #: this student's files not graded
@@ -180,7 +167,10 @@ def _submission(rec: StudentRecord) -> Submission:
         data,
         problem,
         list(rec.flags),
-        rec.identity,
+        lms_user_id=rec.lms_user_id,
+        first_name=rec.first_name,
+        last_name=rec.last_name,
+        email=rec.email,
         timestamp=rec.timestamp,
         late=rec.late,
         ignored=list(rec.ignored),
@@ -193,9 +183,8 @@ def read_members(
 ) -> tuple[list[Member], tuple[str, ...]]:
     """The files of a folder or zip, and the wrapper folder(s) around them.
 
-    Each entry is admitted or refused by :func:`admit`; notebooks and metadata files
-    are read, and a zip among the files is opened and its members listed after its own
-    path (one level deep).
+    Notebooks and metadata files are read; a zip among the files is opened and its
+    members listed after its own path (one level deep).
     """
     path = Path(path)
     if not path.exists():
@@ -213,122 +202,6 @@ def read_members(
     else:
         raise UsageError(f"{path} is neither a folder nor a zip file")
     return members, wrapper
-
-
-class Kind(str, Enum):
-    """What an entry of a folder or a zip is."""
-
-    FILE = "file"
-    FOLDER = "folder"
-    LINK = "link"  #: a symbolic link
-    OTHER = "other"  #: a named pipe, a socket, a device
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One entry of a folder or a zip, as the admission policy sees it (nothing read).
-
-    A zip lists its folders as entries of their own; a folder on disk lists one only
-    when it holds nothing, since what it holds stands for it otherwise.
-    """
-
-    parts: tuple[str, ...]  #: its path in the download; in an uploaded zip, after the zip's
-    kind: Kind
-    size: int = 0  #: bytes, as the folder or the zip says
-    label: str = ""  #: how a message names it (``zip member 'x'``); empty: by its path
-    inner: bool = False  #: in a zip that a student uploaded
-    unsafe: bool = False  #: its path leads out of the download (``..``, absolute, elsewhere)
-
-
-class Verdict(str, Enum):
-    """What :func:`admit` decides for an entry."""
-
-    SKIP = "skip"  #: no part of any submission: the system's own files, another assignment's
-    MARK = "mark"  #: a student's folder: the student is there, whatever it holds
-    READ = "read"  #: a notebook or a layout's metadata file, read up to ``limit`` bytes
-    OPEN = "open"  #: a zip that a student uploaded: its members are listed after its path
-    LIST = "list"  #: any other file: listed by name, not read
-    REFUSE = "refuse"  #: not read, and listed with the reason (its student's problem)
-
-    def __str__(self) -> str:
-        return self.value
-
-
-@dataclass(frozen=True)
-class Admission:
-    """The policy's decision for one entry: the member it makes, and how to read it."""
-
-    verdict: Verdict
-    parts: tuple[str, ...] = ()  #: the member's path (a refused one's may be shortened)
-    reason: str | None = None  #: why it is refused
-    limit: int = 0  #: the most bytes read (``READ``, ``OPEN``)
-
-    def member(self) -> Member:
-        """The member listed for a ``MARK``, ``LIST`` or ``REFUSE`` (nothing read)."""
-        return Member(self.parts, None, self.reason)
-
-
-def admit(entry: Entry, select: Callable[[tuple[str, ...]], bool] | None = None) -> Admission:
-    """The one admission policy of every entry of a folder, a zip, or a zip uploaded in one.
-
-    In order: a path that leads out of the download is refused; the system's and
-    editors' own files (``__MACOSX``, ``.DS_Store``, dot files) and what ``select`` does
-    not take are skipped; a folder at the top marks its student; deeper than
-    :data:`MAX_DEPTH`, a symbolic link, or not a regular file (a named pipe is never
-    opened) is refused; a zip uploaded beside the notebooks is opened (not one inside
-    it); a notebook or metadata file is read, refused when larger than its limit; any
-    other file is listed by name.
-
-    >>> admit(Entry(("fifo", "work.ipynb"), Kind.OTHER)).reason
-    'is not a regular file'
-    >>> admit(Entry(("alice", "hw.ipynb"), Kind.FILE, size=10)).verdict
-    <Verdict.READ: 'read'>
-    """
-    parts = entry.parts
-    if entry.unsafe:
-        clean = tuple(p for p in parts if p not in ("..", "/"))
-        return _refuse(entry, clean or ("unsafe",), "has an unsafe path")
-    if skipped(parts, select):
-        return Admission(Verdict.SKIP)
-    if entry.kind is Kind.FOLDER:
-        top = len(parts) == 1 and not entry.inner
-        return Admission(Verdict.MARK, parts + ("",)) if top else Admission(Verdict.SKIP)
-    if len(parts) > MAX_DEPTH:
-        return _refuse(entry, parts[:1] + ("deep",), "is nested too deeply")
-    if entry.kind is Kind.LINK:
-        return _refuse(entry, parts, "is a symbolic link (not followed)")
-    if entry.kind is not Kind.FILE:
-        return _refuse(entry, parts, "is not a regular file")
-    name = parts[-1]
-    if _is_zip(name) and not entry.inner:
-        if entry.size > MAX_INNER_ZIP_BYTES:
-            reason = f"uploaded zip is larger than {MAX_INNER_ZIP_BYTES // 2**20} MiB"
-            return Admission(Verdict.REFUSE, parts, reason)
-        return Admission(Verdict.OPEN, parts, limit=MAX_INNER_ZIP_BYTES)
-    if not _wanted(name):
-        return Admission(Verdict.LIST, parts)
-    limit = MAX_NOTEBOOK_BYTES if name.lower().endswith(".ipynb") else MAX_METADATA_BYTES
-    if entry.size > limit:
-        return Admission(Verdict.REFUSE, parts, f"file is larger than {limit // 2**20} MiB")
-    return Admission(Verdict.READ, parts, limit=limit)
-
-
-def _refuse(entry: Entry, parts: tuple[str, ...], why: str) -> Admission:
-    return Admission(Verdict.REFUSE, parts, f"{entry.label} {why}" if entry.label else why)
-
-
-def skipped(
-    parts: tuple[str, ...], select: Callable[[tuple[str, ...]], bool] | None = None
-) -> bool:
-    """The rules of :func:`admit` that go by the path alone: True for the system's and
-    editors' own files, and for what ``select`` does not take (a walk need not look at
-    such an entry at all)."""
-    if not parts or any(part in _SKIP_NAMES or part.startswith(".") for part in parts):
-        return True
-    return select is not None and not select(parts)
 
 
 def _wanted(name: str) -> bool:
@@ -355,51 +228,40 @@ def _folder_members(root: Path, select) -> Iterator[Member]:
     root_real = root.resolve()
     budget = _Budget()
     for item in sorted(root.rglob("*")):
-        parts = item.relative_to(root).parts
-        if skipped(parts, select):  # nothing of it is looked at
+        rel = item.relative_to(root)
+        if any(part in _SKIP_NAMES or part.startswith(".") for part in rel.parts):
             continue
-        entry = _folder_entry(item, parts, root_real)
-        if entry is None:
+        if len(rel.parts) > MAX_DEPTH or (select is not None and not select(rel.parts)):
             continue
-        admission = admit(entry, select)
-        if admission.verdict is Verdict.SKIP:
+        if item.is_symlink():
+            yield Member(rel.parts, None, "is a symbolic link (not followed)")
             continue
-        if admission.verdict is Verdict.READ:
-            yield Member(admission.parts, item.read_bytes())
-        elif admission.verdict is Verdict.OPEN:
-            yield from _inner_zip(admission.parts, item.read_bytes, budget)
-        else:
-            yield admission.member()
+        if not item.is_file():
+            if len(rel.parts) == 1 and not any(item.iterdir()):
+                yield Member(rel.parts + ("",))  # an empty student folder is still a student
+            continue
+        if not str(item.resolve()).startswith(str(root_real)):
+            continue
+        size = item.stat().st_size
+        name = item.name
+        if _is_zip(name):
+            yield from _inner_zip(rel.parts, size, item.read_bytes, budget)
+            continue
+        if not _wanted(name):
+            yield Member(rel.parts)
+            continue
+        limit = MAX_NOTEBOOK_BYTES if name.lower().endswith(".ipynb") else MAX_METADATA_BYTES
+        if size > limit:
+            yield Member(rel.parts, None, f"file is larger than {limit // 2**20} MiB")
+            continue
+        yield Member(rel.parts, item.read_bytes())
 
 
-def _folder_entry(item: Path, parts: tuple[str, ...], root_real: Path) -> Entry | None:
-    """The entry of ``item`` (from its ``lstat``: nothing is opened), None when it is gone."""
-    try:
-        info = item.lstat()
-    except FileNotFoundError:  # removed since the folder was listed
-        return None
-    mode = info.st_mode
-    if stat.S_ISDIR(mode):
-        return Entry(parts, Kind.FOLDER) if _holds_nothing(item) else None
-    if stat.S_ISLNK(mode):
-        return Entry(parts, Kind.LINK)
-    if not stat.S_ISREG(mode):
-        return Entry(parts, Kind.OTHER)
-    unsafe = not item.resolve().is_relative_to(root_real)
-    return Entry(parts, Kind.FILE, info.st_size, unsafe=unsafe)
-
-
-def _holds_nothing(folder: Path) -> bool:
-    """True for an empty folder (one that cannot be listed is not gone into, nor listed)."""
-    try:
-        with os.scandir(folder) as found:
-            return next(found, None) is None
-    except OSError:
-        return False
-
-
-def _inner_zip(parts, read: Callable[[], bytes], budget: _Budget) -> Iterator[Member]:
+def _inner_zip(parts, size, read: Callable[[], bytes], budget: _Budget) -> Iterator[Member]:
     """The members of a zip a student uploaded, after its own path; itself if unreadable."""
+    if size > MAX_INNER_ZIP_BYTES:
+        yield Member(parts, None, f"uploaded zip is larger than {MAX_INNER_ZIP_BYTES // 2**20} MiB")
+        return
     try:
         data = read()
         archive = zipfile.ZipFile(io.BytesIO(data))
@@ -409,16 +271,6 @@ def _inner_zip(parts, read: Callable[[], bytes], budget: _Budget) -> Iterator[Me
     with archive:
         inner, _ = _zip_members(archive, tuple(parts), budget, inner=True)
     yield from inner or [Member(parts)]
-
-
-def _zip_kind(info: zipfile.ZipInfo) -> Kind:
-    """What a zip member is, from its name and the Unix file type it records, if any."""
-    if info.is_dir():
-        return Kind.FOLDER
-    kind = stat.S_IFMT(info.external_attr >> 16)
-    if kind == stat.S_IFLNK:
-        return Kind.LINK
-    return Kind.OTHER if kind in _NOT_REGULAR else Kind.FILE
 
 
 def _zip_members(
@@ -433,46 +285,73 @@ def _zip_members(
         parts = tuple(p for p in pure.parts if p not in ("", "."))
         if pure.is_absolute() or re.match(r"^[A-Za-z]:", name) or ".." in parts:
             # never used as a path; attribute it to the student it names, if any
-            label = f"zip member {name!r}"
-            entry = Entry(prefix + parts, _zip_kind(info), label=label, unsafe=True)
-            out.append(admit(entry).member())
+            clean = tuple(p for p in parts if p not in ("..", "/"))
+            out.append(
+                Member(
+                    prefix + (clean or ("unsafe",)), None, f"zip member {name!r} has an unsafe path"
+                )
+            )
             continue
-        if not skipped(parts):
-            parts_of[info.filename] = parts
+        if not parts or any(p in _SKIP_NAMES or p.startswith(".") for p in parts):
+            continue
+        parts_of[info.filename] = parts
     wrapper = () if inner else _common_wrapper(list(parts_of.values()))
     for info in members:
         parts = parts_of.get(info.filename)
         if parts is None:
             continue
-        label = f"zip member {info.filename!r}"
-        entry = Entry(prefix + parts[len(wrapper) :], _zip_kind(info), info.file_size, label, inner)
-        admission = admit(entry)
-        if admission.verdict is Verdict.SKIP:
+        parts = parts[len(wrapper) :]
+        if not parts:
             continue
-        if admission.verdict is Verdict.READ:
-            out.append(_read_member(archive, info, admission, budget))
-        elif admission.verdict is Verdict.OPEN:
-            read = functools.partial(_read, archive, info, budget, admission.limit)
-            out.extend(_inner_zip(admission.parts, read, budget))
-        else:
-            out.append(admission.member())
+        where = prefix + parts
+        if info.is_dir():
+            if len(parts) == 1 and not inner:
+                out.append(Member(where + ("",)))
+            continue
+        if len(where) > MAX_DEPTH:
+            out.append(
+                Member(
+                    where[:1] + ("deep",),
+                    None,
+                    f"zip member {info.filename!r} is nested too deeply",
+                )
+            )
+            continue
+        mode = info.external_attr >> 16
+        if stat.S_ISLNK(mode):
+            out.append(
+                Member(
+                    where, None, f"zip member {info.filename!r} is a symbolic link (not followed)"
+                )
+            )
+            continue
+        if _is_zip(parts[-1]) and not inner:
+            out.extend(
+                _inner_zip(where, info.file_size, lambda i=info: _read(archive, i, budget), budget)
+            )
+            continue
+        if not _wanted(parts[-1]):
+            out.append(Member(where))
+            continue
+        limit = MAX_NOTEBOOK_BYTES if parts[-1].lower().endswith(".ipynb") else MAX_METADATA_BYTES
+        if info.file_size > limit:
+            out.append(Member(where, None, f"file is larger than {limit // 2**20} MiB"))
+            continue
+        if not budget.take(info.file_size):
+            out.append(
+                Member(where, None, "the zip is too large in total; this member was not read")
+            )
+            continue
+        try:
+            data = _read(archive, info, None, limit)
+        except Exception as exc:  # corrupt member, bad CRC, unsupported compression
+            out.append(Member(where, None, f"zip member {info.filename!r} cannot be read: {exc}"))
+            continue
+        if len(data) > limit:
+            out.append(Member(where, None, f"file is larger than {limit // 2**20} MiB"))
+            continue
+        out.append(Member(where, data))
     return out, wrapper
-
-
-def _read_member(
-    archive: zipfile.ZipFile, info: zipfile.ZipInfo, admission: Admission, budget: _Budget
-) -> Member:
-    """The member admitted to be read, or why it could not be, after all."""
-    where, limit = admission.parts, admission.limit
-    if not budget.take(info.file_size):
-        return Member(where, None, "the zip is too large in total; this member was not read")
-    try:
-        data = _read(archive, info, None, limit)
-    except Exception as exc:  # corrupt member, bad CRC, unsupported compression
-        return Member(where, None, f"zip member {info.filename!r} cannot be read: {exc}")
-    if len(data) > limit:
-        return Member(where, None, f"file is larger than {limit // 2**20} MiB")
-    return Member(where, data)
 
 
 def _read(

@@ -3,9 +3,8 @@
 A layout parser (``canvas.py``, ``moodle.py``, ...) is a pure function from the
 download's :class:`Member` list to an :class:`Intake`: one :class:`StudentRecord`
 per student, with the notebook to grade chosen by :func:`choose_notebook`, and every
-member that is not graded listed as ignored.  Who a student is (:class:`Identity`) is
-declared here once, and every later stage (the submission, the roster, the result) holds
-it whole.  Reading the files safely is the collector's job; nothing here touches the disk.
+member that is not graded listed as ignored.  Reading the files safely is the
+collector's job; nothing here touches the disk.
 """
 
 from __future__ import annotations
@@ -13,39 +12,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 
 #: Longest normalized student id.
 MAX_ID_LENGTH = 64
-
-
-@dataclass(frozen=True)
-class Identity:
-    """Who a student is, as a download or a roster tells it; None where it does not.
-
-    A field is known when it holds a non-empty string.
-    """
-
-    lms_user_id: str | None = None  #: the id the LMS knows the student by
-    first_name: str | None = None
-    last_name: str | None = None
-    email: str | None = None
-
-    def merged(self, other: Identity) -> Identity:
-        """This identity, each field it does not know taken from ``other``.
-
-        Where both know a field, this one's value wins; where neither does, it is None.
-
-        >>> Identity("7", email="a@uni.edu").merged(Identity("9", "Ann", email=""))
-        Identity(lms_user_id='7', first_name='Ann', last_name=None, email='a@uni.edu')
-        """
-        pairs = zip(astuple(self), astuple(other), strict=True)
-        return Identity(*(mine or theirs or None for mine, theirs in pairs))
-
-    def known(self) -> dict[str, str]:
-        """The fields known, by name."""
-        return {name: value for name, value in asdict(self).items() if value}
 
 
 @dataclass(frozen=True)
@@ -79,7 +50,10 @@ class StudentRecord:
     """One student of the class, as the download (and the roster) describe them."""
 
     student: str  #: the id used in the course (nbgrader's student id); filesystem-safe
-    identity: Identity = Identity()
+    lms_user_id: str | None = None  #: the id the LMS knows the student by
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
     display_name: str | None = None  #: the name as the download writes it
     timestamp: datetime | None = None  #: submission time, when the layout gives it
     late: bool | None = None  #: the LMS's own late mark, when the layout gives one
@@ -127,7 +101,10 @@ class Claim:
     newer: tuple = ()  #: sorts higher for a newer upload (attachment id, attempt time)
     timestamp: datetime | None = None
     late: bool | None = None
-    identity: Identity = Identity()
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
     display_name: str | None = None
     why_ignored: str = "not a notebook"  #: said of the member when it is not graded
 
@@ -187,12 +164,12 @@ def assemble(
     """Group claims by student into records, each with its notebook chosen.
 
     Ids are folded by :func:`normalize_student_id` (unless ``keep_ids``); two ids that
-    fold alike stay two students, the second as ``<id>-2`` with a flag.  Each field of
-    the identity, and the display name, comes from the first claim that gives it.  Claims
-    for one id that disagree on the student's name are flagged: the id decides, the
-    instructor looks.  With ``drop_empty``, a student who sent no notebook at all (only a
-    text entry, a receipt, a PDF) is not a submission: their files are listed as ignored,
-    and a roster lists them as ``missing``.
+    fold alike stay two students, the second as ``<id>-2`` with a flag.  Names, email
+    and LMS id come from the first claim that gives them.  Claims for one id that
+    disagree on the student's name are flagged: the id decides, the instructor looks.
+    With ``drop_empty``, a student who sent no notebook at all (only a text entry, a
+    receipt, a PDF) is not a submission: their files are listed as ignored, and a
+    roster lists them as ``missing``.
     """
     by_student: dict[str, list[Claim]] = {}
     for claim in claims:
@@ -211,9 +188,8 @@ def assemble(
             rec.flags.append(f"id-collision: {original!r} and {taken[student]!r} normalize alike")
             rec.student = student = f"{student}-{n}"
         taken[student] = original
-        for claim in group:
-            rec.identity = rec.identity.merged(claim.identity)
-        rec.display_name = next((c.display_name for c in group if c.display_name), None)
+        for attr in ("lms_user_id", "first_name", "last_name", "email", "display_name"):
+            setattr(rec, attr, next((getattr(c, attr) for c in group if getattr(c, attr)), None))
         names = sorted({c.display_name for c in group if c.display_name})
         if len(names) > 1:
             rec.flags.append(

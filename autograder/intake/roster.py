@@ -25,13 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course import UsageError
-from autograder.intake.records import (
-    Identity,
-    Intake,
-    StudentRecord,
-    normalize_student_id,
-    split_name,
-)
+from autograder.intake.records import Intake, StudentRecord, normalize_student_id, split_name
 
 #: Largest roster read, in bytes.
 MAX_ROSTER_BYTES = 32 * 1024 * 1024
@@ -43,7 +37,10 @@ class RosterEntry:
 
     student: str  #: the id the layout of the same LMS gives this student
     row: int  #: index into ``Roster.rows``
-    identity: Identity = Identity()
+    lms_user_id: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
     aliases: frozenset[str] = frozenset()  #: every value that identifies the student
     repository: str | None = None  #: GitHub Classroom: the student's repository
 
@@ -190,8 +187,7 @@ def _entry(roster: Roster, i: int, row: list[str]) -> RosterEntry | None:
     if not student:
         return None
     aliases = {v.lower() for v in [student, lms_id, email, *extra] if v}
-    identity = Identity(lms_id, first, last, email)
-    return RosterEntry(student, i, identity, frozenset(aliases), repository)
+    return RosterEntry(student, i, lms_id, first, last, email, frozenset(aliases), repository)
 
 
 def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> None:
@@ -207,7 +203,7 @@ def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> N
             index.setdefault(alias, []).append(entry)
     matched: dict[int, list[StudentRecord]] = {}
     for rec in intake.records:
-        keys = [k.lower() for k in (rec.student, rec.identity.lms_user_id, rec.identity.email) if k]
+        keys = [k.lower() for k in (rec.student, rec.lms_user_id, rec.email) if k]
         found = {id(e): e for k in keys for e in index.get(k, [])}
         if len(found) > 1:
             rec.flags.append(
@@ -232,7 +228,11 @@ def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> N
                     + "; roster not applied"
                 )
             continue
-        recs[0].identity = entry.identity.merged(recs[0].identity)  # the roster's fields win
+        rec = recs[0]
+        rec.lms_user_id = entry.lms_user_id or rec.lms_user_id
+        rec.first_name = entry.first_name or rec.first_name
+        rec.last_name = entry.last_name or rec.last_name
+        rec.email = entry.email or rec.email
     taken = {r.student for r in intake.records}
     for entry in roster.entries:
         if entry.row in matched:
@@ -242,6 +242,14 @@ def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> N
             continue  # matched through another alias, or an ambiguous row already flagged
         taken.add(student)
         intake.records.append(
-            StudentRecord(student, entry.identity, problem="no submission", missing=True)
+            StudentRecord(
+                student,
+                lms_user_id=entry.lms_user_id,
+                first_name=entry.first_name,
+                last_name=entry.last_name,
+                email=entry.email,
+                problem="no submission",
+                missing=True,
+            )
         )
     intake.records.sort(key=lambda r: r.student)

@@ -58,15 +58,14 @@ _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
 
 def sortable_name(r: SubmissionResult) -> str:
     """``Last, First`` as Canvas sorts students, or what is known of the name."""
-    first, last = r.identity.first_name, r.identity.last_name
-    if last and first:
-        return f"{last}, {first}"
-    return last or first or r.student
+    if r.last_name and r.first_name:
+        return f"{r.last_name}, {r.first_name}"
+    return r.last_name or r.first_name or r.student
 
 
 def full_name(r: SubmissionResult) -> str:
     """``First Last``, or the student id when the name is not known."""
-    return " ".join(p for p in (r.identity.first_name, r.identity.last_name) if p) or r.student
+    return " ".join(p for p in (r.first_name, r.last_name) if p) or r.student
 
 
 @dataclass
@@ -167,7 +166,7 @@ def moodle_sheet(
             [
                 f"Participant {pid}",
                 full_name(row),
-                row.identity.email or "",
+                row.email or "",
                 number(row.score),
                 number(row.max_score),
                 stamp,
@@ -251,10 +250,10 @@ def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
     table = [
         [
             r.student,
-            r.identity.first_name or "",
-            r.identity.last_name or "",
-            r.identity.email or "",
-            r.identity.lms_user_id or "",
+            r.first_name or "",
+            r.last_name or "",
+            r.email or "",
+            r.lms_user_id or "",
             number(r.score),
             number(r.max_score),
             r.status.value,
@@ -273,7 +272,7 @@ def _index(
     """Rows by LMS id; the students without a usable one are listed as skipped."""
     out, skipped = {}, []
     for row in rows:
-        ident = (row.identity.lms_user_id or "").strip()
+        ident = (row.lms_user_id or "").strip()
         if not ident or (numeric and not ident.isdigit()):
             skipped.append(f"{row.student} (no {what})")
         elif ident in out:
