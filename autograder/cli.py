@@ -6,9 +6,10 @@ Exit codes: 0 success (whatever the submissions did), 1 a refused release,
 
 Parsing the arguments imports no verb: each verb's module (and nbgrader, under most of
 them) is imported by the function that runs it, so that ``--help`` and a usage error
-answer at once.  The choices and defaults the parser offers are therefore spelled out
-here (:data:`EXPORT_FORMATS`, :data:`LMS_CHOICES`, :data:`GRADE_DEFAULTS`), and
-``tests/test_cli_help.py`` checks that they are the verbs' own.
+answer at once.  The layout names come from :mod:`autograder.intake.detect`, which
+imports no third-party package; the export formats and ``grade``'s defaults are spelled
+out here (:data:`EXPORT_FORMATS`, :data:`GRADE_DEFAULTS`), and ``tests/test_cli_help.py``
+checks that they are the verbs' own.
 """
 
 from __future__ import annotations
@@ -19,21 +20,11 @@ from pathlib import Path
 from types import MappingProxyType
 
 from autograder.course import UsageError, find_course
+from autograder.intake.detect import CHOICES as LMS_CHOICES
 from autograder.lab import lab
 
 #: ``export --to``: the formats of :data:`autograder.export.FORMATS`.
 EXPORT_FORMATS = ("canvas", "moodle", "blackboard", "csv")
-#: ``grade --lms``: :data:`autograder.intake.detect.CHOICES`, ``auto`` then every layout.
-LMS_CHOICES = (
-    "auto",
-    "canvas",
-    "moodle",
-    "blackboard",
-    "gradescope",
-    "github",
-    "nbgrader",
-    "plain",
-)
 #: The defaults of :func:`autograder.grade.grade` for the options ``grade`` takes.
 GRADE_DEFAULTS = MappingProxyType(
     {

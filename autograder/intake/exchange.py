@@ -11,8 +11,6 @@ from __future__ import annotations
 import re
 from datetime import timezone
 
-from nbgrader.utils import parse_utc
-
 from autograder.intake.records import Claim, Context, Intake, Member, assemble
 
 TIMESTAMP = "timestamp.txt"
@@ -44,6 +42,8 @@ def parse_timestamp(data: bytes | None):
     """nbgrader's ``timestamp.txt`` as an aware (UTC) datetime, or None."""
     if not data:
         return None
+    from nbgrader.utils import parse_utc  # the CLI's parser reads this package: keep it light
+
     try:
         return parse_utc(data.decode("utf-8").strip()).replace(tzinfo=timezone.utc)
     except Exception:  # an unreadable stamp dates nothing; the notebook is still graded

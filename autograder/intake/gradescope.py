@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-import yaml
-
 from autograder.intake.records import Claim, Context, Intake, Member, assemble, split_name
 
 METADATA = "submission_metadata.yml"
@@ -42,6 +40,8 @@ def read_metadata(data: bytes) -> dict[str, dict]:
     >>> meta["submitters"][0]["sid"], meta["created_at"].isoformat()
     ('0042', '2026-11-30T23:01:02-08:00')
     """
+    import yaml  # the CLI's parser reads this package (the layout names): keep it light
+
     raw = yaml.safe_load(data.decode("utf-8-sig")) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{METADATA} is not a mapping of submissions")
