@@ -8,7 +8,7 @@ this process imports; otherwise it would start only after them.
 
 Every worker process also runs the command's ``__main__`` script again (multiprocessing does
 so to set a worker up), which imports this module: it imports only the standard library and
-the forkserver module, so that a worker no longer imports the whole command.
+the forkserver module, so that a worker does not import the whole command.
 """
 
 from __future__ import annotations
