@@ -161,6 +161,7 @@ def grade(
             engine = engines.enter_context(_dask_engine(scheduler, cluster, security))
             executor_factory = engine.executor
             out.engine, out.workers = engine.description, engine.workers()
+            out.warnings.extend(engine.adapted)
         template, template_hash = build_template(root, assignment)
         sync_gradebook(root, assignment, template_hash)
         test_cells = template_test_cells(template, assignment, notebook)
