@@ -194,6 +194,7 @@ def start_lab_server(
     root: Path | None = None,
     while_starting: Callable[[], object] | None = None,
     extra_args: list[str] | None = None,
+    python: Path | None = None,
 ) -> LabServer:
     """Start the learner's JupyterLab on a free loopback port with a token.
 
@@ -203,9 +204,10 @@ def start_lab_server(
     can be opened).  Settings, workspaces and runtime files go to ``workdir``.
     ``while_starting`` runs while the server boots (generate the release, say).
     ``extra_args`` are more ``--Class.trait=value`` options for the server.  One retry if
-    the first start fails (a port taken in between, say).
+    the first start fails (a port taken in between, say).  ``python`` serves it from
+    another environment instead (an instructor's formgrader needs the grader's).
     """
-    python = str(learner_python())
+    python = str(python or learner_python())
     settings = workdir / "lab-settings"
     for name, value in LAB_SETTINGS.items():
         path = settings / name
