@@ -11,12 +11,14 @@ LEARNER_STAMP := $(LEARNER_VENV)/.installed
 .PHONY: demo test test-fast lab lint release bench clean
 
 # (Re)create the virtual environment when it is missing or older than pyproject.toml.
-$(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth scripts/install-venv-tweaks.sh
+$(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth scripts/install-venv-tweaks.sh \
+		scripts/install-proxy.sh
 	bash scripts/install-system-deps.sh
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test,dask,postgres]'
 	bash scripts/install-venv-tweaks.sh $(BIN)/python
+	bash scripts/install-proxy.sh $(VENV)
 	@$(BIN)/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled" || \
 		{ echo "nbgrader's JupyterLab extension is not enabled in $(VENV)" >&2; exit 1; }
 	touch $(STAMP)
@@ -37,8 +39,8 @@ demo: $(STAMP)
 test: $(STAMP) $(LEARNER_STAMP)
 	$(BIN)/python -m pytest --durations=25
 
-# The edit loop: everything that needs no kernel, browser, Dask cluster or database server.
-FAST := not kernel and not browser and not cluster and not postgres
+# The edit loop: everything that needs no kernel, browser, Dask cluster, database server or hub.
+FAST := not kernel and not browser and not cluster and not postgres and not hub
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "$(FAST)"
 

@@ -3,11 +3,14 @@
 #   bubblewrap  - the sandbox that learner kernels run in (specdec-course grade)
 #   chromium    - the browser that the JupyterLab tests drive through Playwright
 #   postgresql  - the server the gradebook tests start (binaries in /usr/lib/postgresql/*/bin)
+#   npm         - installs configurable-http-proxy, JupyterHub's proxy, into .venv for the
+#                 hub tests (scripts/install-proxy.sh); it brings nodejs
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "Installing Debian packages: ${missing[*]}"

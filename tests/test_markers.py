@@ -1,5 +1,5 @@
-"""The markers are complete: a test that starts a kernel, a browser, a Dask cluster or a
-PostgreSQL server without its marker fails with "mark it `<marker>`", and fails fast.
+"""The markers are complete: a test that starts a kernel, a browser, a Dask cluster, a
+PostgreSQL server or JupyterHub without its marker fails with "mark it `<marker>`", and fails fast.
 
 An inner pytest session (``pytester``) runs small tests with the suite's marker plugin;
 each unmarked test starts the real thing in one of the ways the suite does.  This test
@@ -14,7 +14,13 @@ from pathlib import Path
 import pytest
 
 pytest_plugins = ["pytester"]
-pytestmark = [pytest.mark.kernel, pytest.mark.browser, pytest.mark.cluster, pytest.mark.postgres]
+pytestmark = [
+    pytest.mark.kernel,
+    pytest.mark.browser,
+    pytest.mark.cluster,
+    pytest.mark.postgres,
+    pytest.mark.hub,
+]
 
 TESTS = Path(__file__).resolve().parent
 
@@ -77,6 +83,12 @@ def test_unmarked_postgres_server():
     start_postgres().stop()
 
 
+def test_unmarked_jupyterhub():
+    from pathlib import Path
+
+    subprocess.run([str(Path(sys.executable).parent / "jupyterhub"), "--help-all"], timeout=120)
+
+
 def test_unmarked_plain_process_is_fine():
     assert subprocess.run(["true"]).returncode == 0
 
@@ -104,6 +116,7 @@ def test_a_test_that_starts_what_it_is_not_marked_for_fails_fast(pytester):
         ("test_unmarked_chromium", "browser"),
         ("test_unmarked_dask_cluster", "cluster"),
         ("test_unmarked_postgres_server", "postgres"),
+        ("test_unmarked_jupyterhub", "hub"),
     ]:
         assert any(f"mark it `{marker}`" in text for text in problems[test]), (test, problems)
     assert problems["test_unmarked_plain_process_is_fine"] == []

@@ -14,6 +14,9 @@ fixtures built from these.
 ``browser``, ``dask_cluster``, ``postgres_server``
     A JupyterLab server for Chromium, a Dask scheduler and workers, a PostgreSQL server:
     each the real thing, started on 127.0.0.1.
+``hub``
+    A JupyterHub class on 127.0.0.1: the learners' local accounts, nbgrader's exchange,
+    the hub with its proxy, and the learners' single-user servers.
 ``lms``
     LMS downloads and grade sheets built from each LMS's own naming and import rules.
 """

@@ -10,6 +10,7 @@ kernel     a Jupyter kernel, the grading sandbox, or a grading worker pool
 browser    Chromium (through Playwright)
 cluster    a Dask scheduler or workers
 postgres   a PostgreSQL server
+hub        JupyterHub (its proxy, its single-user servers)
 sandbox    needs bubblewrap (may skip only with ``SPECDEC_TEST_WITHOUT_SANDBOX=1``)
 ========== ==========================================================================
 
@@ -35,6 +36,7 @@ MARKERS = {
     "browser": "drives Chromium through Playwright (slowest)",
     "cluster": "starts a Dask scheduler and workers",
     "postgres": "starts a PostgreSQL server",
+    "hub": "starts JupyterHub, its proxy and single-user servers",
     "sandbox": "needs bubblewrap",
 }
 
@@ -44,6 +46,7 @@ COMMAND_WORDS = {
     "browser": ("chromium", "chrome", "playwright"),
     "cluster": ("dask", "distributed"),
     "postgres": ("postgres", "pg_ctl", "initdb"),
+    "hub": ("bin/jupyterhub", "jupyterhub.singleuser", "configurable-http-proxy"),
 }
 
 #: How often the watcher looks at the test's descendants, in seconds.
