@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The learner's environment: only what the lessons need (no Debian packages, no test or
+# cluster tools), so that `make lab` works the same on a learner's macOS or Windows laptop.
+LEARNER_VENV  := .venv-learner
+LEARNER_STAMP := $(LEARNER_VENV)/.installed
 
 .PHONY: demo test test-fast lab lint release bench clean
 
@@ -17,11 +21,20 @@ $(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth scripts/install-venv-tw
 		{ echo "nbgrader's JupyterLab extension is not enabled in $(VENV)" >&2; exit 1; }
 	touch $(STAMP)
 
+$(LEARNER_STAMP): pyproject.toml
+	@if [ ! -x $(LEARNER_VENV)/bin/python ]; then $(PYTHON) -m venv $(LEARNER_VENV); fi
+	$(LEARNER_VENV)/bin/pip install --quiet --upgrade pip
+	$(LEARNER_VENV)/bin/pip install --quiet -e .
+	@$(LEARNER_VENV)/bin/jupyter labextension list 2>&1 | grep -q "@jupyter/nbgrader.*enabled" || \
+		{ echo "nbgrader's JupyterLab extension is not enabled in $(LEARNER_VENV)" >&2; exit 1; }
+	touch $(LEARNER_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/specdec-course demo
 
 # The whole suite; the 25 slowest tests are listed at the end, so drift shows in every run.
-test: $(STAMP)
+# The browser tests serve the lab from the learner's environment.
+test: $(STAMP) $(LEARNER_STAMP)
 	$(BIN)/python -m pytest --durations=25
 
 # The edit loop: everything that needs no kernel, browser, Dask cluster or database server.
@@ -29,8 +42,8 @@ FAST := not kernel and not browser and not cluster and not postgres
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "$(FAST)"
 
-lab: $(STAMP)
-	$(BIN)/specdec-course lab
+lab: $(LEARNER_STAMP)
+	$(LEARNER_VENV)/bin/specdec-course lab
 
 lint: $(STAMP)
 	$(BIN)/ruff check autograder specdec_reference tests benchmarks
@@ -45,4 +58,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/grade_throughput.py
 
 clean:
-	rm -rf $(VENV) .demo .scratch reports autograded feedback submitted gradebook.db
+	rm -rf $(VENV) $(LEARNER_VENV) .demo .scratch reports autograded feedback submitted gradebook.db

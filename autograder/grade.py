@@ -303,6 +303,7 @@ class _Engine:
             return cls(executor_factory, out.workers)
         dask = stack.enter_context(_dask_engine(scheduler, cluster, security))
         out.engine, out.workers = dask.description, dask.workers()
+        out.warnings.extend(dask.adapted)
         return cls(dask.executor, out.workers, dask)
 
     def workers_now(self) -> int:

@@ -49,6 +49,7 @@ def lab_command(
     port: int | None = None,
     open_browser: bool = True,
     extra_args: list[str] | None = None,
+    python: str | None = None,
 ) -> list[str]:
     """Return the command line that starts JupyterLab for learners.
 
@@ -63,14 +64,16 @@ def lab_command(
     extra_args : list of str, optional
         More ``--Class.trait=value`` options (the browser tests set private settings
         and workspace folders).
+    python : str, optional
+        The interpreter of the environment that serves the lab (default: this one).
 
     Returns
     -------
     list of str
-        ``python -m jupyterlab ...`` with this virtual environment's interpreter.
+        ``python -m jupyterlab ...``.
     """
     argv = [
-        sys.executable,
+        python or sys.executable,
         "-m",
         "jupyterlab",
         "--ServerApp.ip=127.0.0.1",
@@ -94,16 +97,19 @@ def lab_command(
     return argv + list(extra_args or [])
 
 
-def lab_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Return the server's environment: this interpreter's ``bin/`` first on ``PATH``, and
+def lab_environment(
+    extra: Mapping[str, str] | None = None, python: str | None = None
+) -> dict[str, str]:
+    """Return the server's environment: the interpreter's ``bin/`` first on ``PATH``, and
     :data:`LEARNER_CONFIG` first on ``JUPYTER_CONFIG_PATH``.
 
-    ``make lab`` runs ``.venv/bin/specdec-course`` without activating the virtual
+    ``make lab`` runs ``.venv-learner/bin/specdec-course`` without activating the virtual
     environment; nbgrader still finds its ``alembic`` helper and Jupyter its kernels.
-    ``extra`` variables are added (the tests move Jupyter's runtime folder).
+    ``extra`` variables are added (the tests move Jupyter's runtime folder).  ``python``
+    is the serving interpreter (default: this one).
     """
     env = dict(os.environ)
-    bindir = str(Path(sys.executable).parent)
+    bindir = str(Path(python or sys.executable).parent)
     env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
     config_path = [str(LEARNER_CONFIG), env.get("JUPYTER_CONFIG_PATH", "")]
     env["JUPYTER_CONFIG_PATH"] = os.pathsep.join(p for p in config_path if p)
@@ -120,6 +126,7 @@ def start_lab(
     open_browser: bool = True,
     extra_args: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    python: str | None = None,
     **popen_kwargs: Any,
 ) -> subprocess.Popen:
     """Start the learner's JupyterLab in the background and return its process.
@@ -128,19 +135,21 @@ def start_lab(
     Validate handler reads ``nbgrader_config.py``.  ``root`` is the notebook root
     (default: ``course/release``).  ``token`` is the login token (passed in the
     environment, not on the command line; by default Jupyter makes one up and prints
-    the URL).  The other parameters are those of `lab_command`, ``env`` those of
-    `lab_environment`, and ``popen_kwargs`` go to `subprocess.Popen`.
+    the URL).  ``python`` is the interpreter of the environment that serves the lab
+    (default: this one).  The other parameters are those of `lab_command`, ``env`` those
+    of `lab_environment`, and ``popen_kwargs`` go to `subprocess.Popen`.
     """
     argv = lab_command(
         root=root if root is not None else course / "release",
         port=port,
         open_browser=open_browser,
         extra_args=extra_args,
+        python=python,
     )
     env = dict(env or {})
     if token is not None:
         env["JUPYTER_TOKEN"] = token
-    return subprocess.Popen(argv, cwd=course, env=lab_environment(env), **popen_kwargs)
+    return subprocess.Popen(argv, cwd=course, env=lab_environment(env, python), **popen_kwargs)
 
 
 def lab(*, course: Path, port: int | None = None, open_browser: bool = True) -> int:

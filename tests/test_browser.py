@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import nbgrader
+import psutil
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 from playwright.sync_api import expect, sync_playwright
@@ -29,6 +32,7 @@ from support.browser import (
     generate_release,
     image_loaded,
     launch_chromium,
+    learner_python,
     nbgrader_meta,
     not_run,
     shown_probability,
@@ -167,6 +171,43 @@ def test_lab_serves_nbgrader_learner_extensions_and_widgets(lab_server):
         assert off.value.code == 404, endpoint
 
 
+#: What a learner's environment has no need for: the test, cluster and database tools.
+NOT_FOR_LEARNERS = ("pytest", "playwright", "hypothesis", "distributed", "dask", "psycopg", "ruff")
+#: Standard modules that Linux and macOS have and Windows has not.
+POSIX_ONLY = ("resource", "fcntl", "pwd", "grp", "termios", "pty")
+
+
+@pytest.mark.browser
+@pytest.mark.kernel
+def test_the_lab_runs_from_the_learners_environment_with_only_the_lessons_packages(lab_server):
+    """Every browser test's lab is served from ``.venv-learner``, as ``make lab`` serves it.
+
+    That environment has none of the grader's test, cluster or database tools, and the
+    learner's command (``specdec-course lab``) needs no POSIX-only module, as on Windows.
+    """
+    assert Path(psutil.Process(lab_server.process.pid).cmdline()[0]) == learner_python()
+    probe = f"""
+import importlib.util, sys
+for name in {POSIX_ONLY!r}:
+    sys.modules[name] = None  # as on Windows: importing it raises ImportError
+from autograder import cli, entry, lab
+lab.lab_command(root=lab.Path("release"), port=8888)
+lab.lab_environment()
+try:
+    cli.main(["lab", "--help"])
+except SystemExit as done:
+    assert done.code == 0, done.code
+print("absent:", [m for m in {NOT_FOR_LEARNERS!r} if importlib.util.find_spec(m)])
+"""
+    # On stdin, not on the command line: the marker tripwires read command lines.
+    run = subprocess.run(
+        [str(learner_python()), "-"], input=probe, capture_output=True, text=True, cwd=REPO
+    )
+    assert run.returncode == 0, run.stderr
+    assert "usage: specdec-course lab" in run.stdout, run.stdout
+    assert run.stdout.strip().endswith("absent: []"), run.stdout
+
+
 @pytest.mark.browser
 @pytest.mark.kernel
 def test_the_learners_lab_shows_no_instructor_tool_no_exchange_error_and_no_pop_up(
@@ -225,60 +266,6 @@ def test_validate_runs_with_the_course_config(lab_server, course):
         pytest.fail("Validate failed a cell that only warns:\n" + strip_ansi(cell["raw_error"]))
 
 
-@pytest.mark.browser
-@pytest.mark.kernel
-def test_learner_explores_runs_fills_in_and_validates_the_release(page, lab_server, course):
-    """The release notebook, as a learner meets it, then solved and validated.
-
-    One notebook session (one kernel start): run every cell, play with the explorer,
-    see the stubs fail and nothing else; type the solutions in, run all, Validate.
-    """
-    nbp = NotebookPage(page, lab_server, RELEASE_NB)
-    # nbgrader's lab extension put its Validate button in the notebook toolbar.
-    expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")
-    nbp.run_each_cell()
-    check_explorer(nbp)
-
-    # Plots: each is an image, except the simulation plot, which waits for Part 2 and
-    # says so.
-    shown = [i for i in plot_cells(nbp.notebook) if nbp.cell(i).locator("img").count()]
-    assert shown, "no plot rendered as an image"
-    assert_plots_are_images(nbp, shown)
-    for i in set(plot_cells(nbp.notebook)) - set(shown):
-        expect(nbp.cell(i).locator(".jp-OutputArea-output")).not_to_have_count(0)
-    solutions = solution_sources(course / SOURCE_NB)
-    check_only_stubs_fail(nbp.save(), solutions)
-
-    # Type every solution in (Part 1 and check your understanding too), as a learner would.
-    for grade_id in (
-        "accept_prob",
-        "overall_acceptance",
-        "propose_and_test",
-        "empirical_acceptance",
-    ):
-        assert grade_id in solutions, f"no solution cell {grade_id!r} in {SOURCE_NB}"
-    for grade_id, text in solutions.items():
-        nbp.replace_cell_source(nbp.index_of(grade_id), text)
-
-    # The solved notebook runs clean, and the simulation plot now draws.
-    nbp.run_all()
-    saved = nbp.save()
-    assert error_outputs(saved) == {}, describe_errors(saved)
-    assert not_run(saved) == [], "cells not run"
-    assert_plots_are_images(nbp, plot_cells(saved))
-    plot = nbp.cell(plot_cells(saved)[0]).locator(".jp-OutputArea")
-    screenshot(plot, "e7_2-solved-convergence-plot.png")
-    for grade_id, text in solutions.items():
-        assert saved.cells[nbp.index_of(grade_id)].source.strip() == text.strip(), grade_id
-
-    dialog = nbp.validate()
-    expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
-    screenshot(page, "e7_2-validated.png")
-    dialog.locator(".jp-Dialog-button", has_text="Ok").click()
-    expect(dialog).to_have_count(0)
-    assert not nbp.errors, nbp.errors
-
-
 def check_explorer(nbp: NotebookPage) -> None:
     """The explorer renders; moving the p slider changes the probability and the sentence."""
     page = nbp.page
@@ -306,6 +293,17 @@ def check_explorer(nbp: NotebookPage) -> None:
     expect(verdict).to_contain_text(PART_OF_THE_TIME)
     assert shown_probability(verdict.inner_text()) == pytest.approx(0.5)
 
+    # From the keyboard: the handle takes the focus, and the arrow, End and Home keys move it.
+    p_slider.locator(".noUi-handle").focus()
+    page.keyboard.press("ArrowRight")
+    expect(verdict).not_to_contain_text("min(1, 0.5) ")
+    assert 0.5 < shown_probability(verdict.inner_text()) < 1
+    page.keyboard.press("End")
+    expect(verdict).to_contain_text(ALWAYS)
+    page.keyboard.press("Home")
+    expect(verdict).to_contain_text("never accepted")
+    assert shown_probability(verdict.inner_text()) == pytest.approx(0.0)
+
 
 def check_only_stubs_fail(saved: nbformat.NotebookNode, solutions: dict[str, str]) -> None:
     """In the run release, only stubs and the tests of stubs fail; nothing else is red.
@@ -325,7 +323,6 @@ def check_only_stubs_fail(saved: nbformat.NotebookNode, solutions: dict[str, str
     top_level = {
         i for i in stubs if re.search(r"^raise NotImplementedError", saved.cells[i].source, re.M)
     }
-    assert top_level, "no top-level stub in the release"
     for i in top_level:
         assert failed.get(i, ("nothing",))[0] == "NotImplementedError", describe_errors(saved)
     # ... so the names they should define are missing in their tests.
@@ -368,19 +365,24 @@ def test_source_notebook_runs_top_to_bottom_without_error(page, lab_server):
     assert not nbp.errors, nbp.errors
 
 
+NOT_WRITTEN = re.compile(r"(\w+) is not written yet: finish Part \d+, then run this cell again\.")
+
+
 @dataclass(frozen=True)
-class Solved:
-    """What a learner who solved a lesson sees after Run all."""
+class Lesson:
+    """What a learner meets in one lesson: the blank release, then the solved one."""
 
     release: str  # the notebook, relative to the course
     source: str
     functions: frozenset[str]  # solution cells that must be there
     figures: tuple[str, ...]  # one screenshot name per plt.show() cell, in order
     texts: dict[str, tuple[str, ...]]  # {text in a cell's source: texts its output shows}
+    explore: Callable[[NotebookPage], None] | None = None  # tries the blank release's explorer
+    trace: str | None = None  # text in the source of the cell that draws a colour-coded trace
 
 
-SOLVED = {
-    E7_1: Solved(
+LESSONS = {
+    E7_1: Lesson(
         E7_1_RELEASE_NB,
         E7_1_SOURCE_NB,
         frozenset({"step_time", "ridge_batch", "verify_cost_ratio", "greedy_verify"}),
@@ -391,8 +393,19 @@ SOLVED = {
                 "passes saved",
             )
         },
+        trace="plain = prompt  # plain greedy",
     ),
-    E7_3: Solved(
+    ASSIGNMENT: Lesson(
+        RELEASE_NB,
+        SOURCE_NB,
+        frozenset(
+            {"accept_prob", "overall_acceptance", "propose_and_test", "empirical_acceptance"}
+        ),
+        ("convergence", "tokens-per-pass"),
+        {},
+        explore=lambda nbp: check_explorer(nbp),
+    ),
+    E7_3: Lesson(
         E7_3_RELEASE_NB,
         E7_3_SOURCE_NB,
         frozenset({"spec_accept", "residual_distribution", "speculative_step"})
@@ -404,7 +417,7 @@ SOLVED = {
             "for alpha in (0.5, 0.8, 0.95):": ("2.101x the target alone",),
         },
     ),
-    E7_4: Solved(
+    E7_4: Lesson(
         E7_4_RELEASE_NB,
         E7_4_SOURCE_NB,
         frozenset(
@@ -418,33 +431,49 @@ SOLVED = {
             "for label, target_view, draft_view in": ("draft at T = 1", "target untempered"),
             "samplers = {": ("never-truncated target", "OUTSIDE"),
         },
+        trace="recorded = Recording(",
     ),
 }
 
 
 @pytest.mark.browser
 @pytest.mark.kernel
-@pytest.mark.parametrize("assignment", sorted(SOLVED))
-def test_learner_solves_a_lesson_runs_it_top_to_bottom_and_validates(
+@pytest.mark.parametrize("assignment", sorted(LESSONS))
+def test_a_learner_runs_the_blank_release_then_solves_it_and_validates(
     page, lab_server, course, assignment
 ):
-    """A release with every solution typed in: Run all draws every figure, no error.
+    """One lesson, in one notebook session, as a learner goes through it.
 
-    Nothing writes to stderr (a learner would see it in red), and Validate passes.
+    1. The blank release, run cell by cell: only the stubs, and the tests that call them,
+       raise; a cell that needs a function not written yet says so in one line, with no
+       traceback; the explorer answers the mouse and the keyboard.
+    2. Every solution typed in, then Run all: no error, nothing on stderr, every figure
+       drawn, and a colour-coded trace tells its kinds apart without colour too.
+    3. Validate passes.
     """
-    lesson = SOLVED[assignment]
+    lesson = LESSONS[assignment]
     short = assignment[:4]
     nbp = NotebookPage(page, lab_server, lesson.release)
+    # nbgrader's lab extension put its Validate button in the notebook toolbar.
     expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")
     solutions = solution_sources(course / lesson.source)
     assert lesson.functions <= set(solutions)
+
+    nbp.run_each_cell()
+    if lesson.explore:
+        lesson.explore(nbp)
+    blank = nbp.save()
+    check_only_stubs_fail(blank, solutions)
+    check_waiting_cells(nbp, blank, solutions, short)
+
     for grade_id, text in solutions.items():
         nbp.replace_cell_source(nbp.index_of(grade_id), text)
-
     nbp.run_all()
     saved = nbp.save()
     assert error_outputs(saved) == {}, describe_errors(saved)
     assert not_run(saved) == [], "cells not run"
+    for grade_id, text in solutions.items():
+        assert saved.cells[nbp.index_of(grade_id)].source.strip() == text.strip(), grade_id
     noisy = [
         i
         for i, c in enumerate(saved.cells)
@@ -466,6 +495,8 @@ def test_learner_solves_a_lesson_runs_it_top_to_bottom_and_validates(
             expect(area).to_contain_text(text)
         area.scroll_into_view_if_needed()
         screenshot(nbp.cell(index), f"{short}-solved-cell{index}.png")
+    if lesson.trace:
+        check_trace_without_colour(nbp, saved, lesson.trace, short)
 
     dialog = nbp.validate()
     expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
@@ -473,3 +504,69 @@ def test_learner_solves_a_lesson_runs_it_top_to_bottom_and_validates(
     dialog.locator(".jp-Dialog-button", has_text="Ok").click()
     expect(dialog).to_have_count(0)
     assert not nbp.errors, nbp.errors
+
+
+def stream_text(cell: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+
+
+def check_waiting_cells(
+    nbp: NotebookPage, blank: nbformat.NotebookNode, solutions: dict[str, str], short: str
+) -> None:
+    """In the run blank release, the cells that need a learner function say which one.
+
+    Each names a function the learner writes (a stub of this lesson), and every figure
+    cell either draws or says what it waits for.
+    """
+    waiting = {
+        i: NOT_WRITTEN.findall(stream_text(c))
+        for i, c in enumerate(blank.cells)
+        if c.cell_type == "code" and NOT_WRITTEN.search(stream_text(c))
+    }
+    assert waiting, "no cell of the blank release says which function it waits for"
+    stubs = "\n".join(solutions.values())
+    for i, names in waiting.items():
+        for name in names:
+            assert re.search(rf"^def {name}\(", stubs, re.M), (i, name, "is not a stub here")
+    for i in plot_cells(blank):
+        drawn = any("image/png" in o.get("data", {}) for o in blank.cells[i].outputs)
+        assert drawn or i in waiting, f"cell {i} neither draws its figure nor says why"
+    first = min(waiting)
+    nbp.cell(first).scroll_into_view_if_needed()
+    screenshot(nbp.cell(first), f"{short}-blank-waits-cell{first}.png")
+
+
+def check_trace_without_colour(
+    nbp: NotebookPage, saved: nbformat.NotebookNode, marker: str, short: str
+) -> None:
+    """The trace has a key, and each kind of span differs from the others in style too.
+
+    Learners who cannot tell the trace's colours apart read it from the key and from
+    each kind's text style: struck through, bold, a solid or a dashed box.
+    """
+    [index] = [i for i, c in enumerate(saved.cells) if marker in c.source]
+    area = nbp.cell(index).locator(".jp-OutputArea")
+    styles = area.evaluate(
+        """(area) => [...area.querySelectorAll("span[title]")].map((span) => {
+            const s = getComputedStyle(span);
+            return {
+                kind: span.title,
+                inKey: span.closest("pre") === null,
+                look: [s.textDecorationLine, Number(s.fontWeight) >= 600, s.borderTopStyle,
+                       s.fontStyle].join(" "),
+            };
+        })"""
+    )
+    key = {s["kind"] for s in styles if s["inKey"]}
+    used = {s["kind"] for s in styles if not s["inKey"]}
+    assert len(used) >= 3 and used <= key, (used, key)
+    expect(area).to_contain_text("Key:")
+    looks: dict[str, set[str]] = {}
+    for s in styles:
+        looks.setdefault(s["kind"], set()).add(s["look"])
+    assert all(len(v) == 1 for v in looks.values()), looks  # one style per kind
+    distinct = {next(iter(v)) for v in looks.values()}
+    assert len(distinct) == len(looks), f"two kinds differ only by colour: {looks}"
+    assert any("line-through" in look for look in distinct), looks
+    area.scroll_into_view_if_needed()
+    screenshot(area, f"{short}-solved-trace.png")

@@ -28,6 +28,8 @@ from support.course import (
     write_nb,
 )
 from support.dask_cluster import (
+    DEATHS_FILE,
+    crash_some,
     environment,
     make_certificates,
     start_scheduler,
@@ -134,6 +136,65 @@ def test_separately_started_workers_grade_and_a_killed_one_costs_only_its_job(
 
     with Gradebook(f"sqlite:///{mini_course / 'gradebook.db'}", "specdec-e7") as gb:
         assert len(gb.find_assignment("mini").submissions) == n  # each student once
+
+
+@pytest.mark.parametrize(
+    ("settings", "adapted"),
+    [
+        ({}, ["allowed-failures=3", "worker-saturation=1.1"]),
+        (
+            {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"},
+            ["allowed-failures=0", "worker-saturation=1.1"],
+        ),
+    ],
+    ids=["dask-defaults", "no-retries"],
+)
+def test_a_scheduler_with_its_own_settings_blames_a_submission_at_its_second_dead_worker(
+    mini_course, tmp_path, settings, adapted
+):
+    """``dask scheduler`` as Dask documents it (or with no retries at all).
+
+    A worker that dies once under a job (``victim``) costs that job nothing; a submission
+    whose job kills every worker it runs on (``mallory``) is failed after exactly two.
+    """
+    release = released_notebook(mini_course, "mini", "mini")
+    subs = tmp_path / "subs"
+    for name, answers in (("alice", CORRECT), ("bob", WRONG_SQUARE)):
+        write_nb(subs / f"{name}.ipynb", fill(release, **answers))
+    for name in ("victim", "mallory"):
+        write_nb(subs / f"{name}.ipynb", fill(release, **CORRECT))
+    deaths = tmp_path / "deaths.txt"
+    # The scheduler and the workers unpickle the job function: they import it from tests/.
+    path = {"PYTHONPATH": str(REPO / "tests")}
+    scheduler, address = start_scheduler(tmp_path, settings={**settings, **path})
+    env = environment(**path, **{DEATHS_FILE: str(deaths)})
+    workers = [start_worker(address, tmp_path, f"w{i}", env=env) for i in range(2)]
+    try:
+        result = grade(
+            "mini",
+            submissions=subs,
+            course=mini_course,
+            scheduler=address,
+            sandbox=SANDBOX,
+            job_fn=crash_some,
+        )
+    finally:
+        for worker in workers:
+            worker.stop()
+        scheduler.stop()
+    outcomes = {s: (r.status.value, r.score, r.reason) for s, r in result.results.items()}
+    assert deaths.exists(), outcomes
+    assert sorted(deaths.read_text().split()) == ["mallory", "mallory", "victim"]
+    assert outcomes == {
+        "alice": ("graded", 4, ""),
+        "bob": ("graded", 2, ""),
+        "victim": ("graded", 4, ""),
+        "mallory": ("failed", 0, "the grading worker crashed on this submission"),
+    }
+    notes = [w for w in result.warnings if "Dask scheduler has" in w]
+    assert len(notes) == len(adapted), result.warnings
+    for note, setting in zip(notes, adapted, strict=True):
+        assert setting in note, notes
 
 
 def test_grading_over_tls_on_a_local_cluster(mini_course, tmp_path):

@@ -171,11 +171,14 @@ def test_sample_submissions_match_the_current_release(assignment, capsys):
 def test_run_all_on_the_solved_notebook_raises_nothing(assignment):
     """The learner's view (release plus reference solutions), run top to bottom in a kernel.
 
+    Every figure it shows has a title and axis labels.
+
     How long it takes is measured by ``benchmarks/run_all.py``, not asserted here: a
     timing depends on the machine (figures in ``docs/testing.md``).
     """
     timed = run_all(REPO / "tests" / "files" / assignment / "submissions" / "reference.ipynb")
     assert not timed.errors, f"cells that raised: {timed.errors}"
+    assert not timed.unlabelled, f"figures without a title or an axis label: {timed.unlabelled}"
 
 
 def _chapter_reference(assignment: str):

@@ -128,7 +128,9 @@ def test_the_formgrader_shows_grades_from_postgres(pg_course, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     formgrader = "--ServerApp.jpserver_extensions=nbgrader.server_extensions.formgrader=True"
-    server = start_lab_server(course, tmp_path / "lab", extra_args=[formgrader])
+    server = start_lab_server(
+        course, tmp_path / "lab", extra_args=[formgrader], python=Path(sys.executable)
+    )
     try:
         rows = server.api("GET", "formgrader/api/submissions/mini")
     finally:

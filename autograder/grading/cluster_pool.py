@@ -9,10 +9,13 @@ worker holds one job and a worker that dies takes only its own job with it.
 
 The worker side (the preload, the check that a worker grades as the instructor does,
 the template each worker receives once per template hash) is ``cluster_worker``.
-Failures map onto the local pool's results: a job whose workers died (Dask's
-``KilledWorker``, after ``allowed-failures`` retries elsewhere) is ``failed`` with the
-same reason as a crash in the local pool; a job past its hard deadline is cancelled and
-its worker restarted through its nanny (:meth:`DaskExecutor.abandon`).
+Failures map onto the local pool's results.  Whatever the scheduler's own
+``allowed-failures``, a job is blamed when it has taken down :data:`DEATHS_TO_BLAME`
+workers: the executor counts the deaths itself, from the scheduler's ``remove-worker``
+events, runs a job again when the scheduler gave up on it sooner, and cancels it when the
+scheduler would retry it again; the job is then ``failed`` with the same reason as a crash
+in the local pool.  A job past its hard deadline is cancelled and its worker restarted
+through its nanny (:meth:`DaskExecutor.abandon`).
 """
 
 from __future__ import annotations
@@ -38,15 +41,19 @@ from autograder.grading import cluster_worker, forkserver
 from autograder.grading.cluster_worker import run_job
 from autograder.grading.pool import ClusterExecutor
 
-#: Scheduler settings that grading relies on: a job is retried once on another worker
-#: (a worker killed from outside costs nothing) and blamed when it kills a second one;
-#: a one-thread worker is never sent a second job while it runs one.
+#: The scheduler settings that suit grading, which ``--cluster local`` starts with: a job
+#: is retried once on another worker, and a one-thread worker is never sent a second job
+#: while it runs one.  Another scheduler's values are adapted to (:data:`DEATHS_TO_BLAME`,
+#: and ``run_jobs`` keeps no more jobs in flight than there are worker threads).
 SCHEDULER_CONFIG = MappingProxyType(
     {
         "distributed.scheduler.allowed-failures": 1,
         "distributed.scheduler.worker-saturation": 1.0,
     }
 )
+#: Workers a job may take down before its submission is blamed: the first death may be
+#: the machine's (a worker killed from outside); the second is the submission's.
+DEATHS_TO_BLAME = 2
 WORKER_WAIT_SECONDS = 60.0
 TLS_FILES = ("ca.pem", "cert.pem", "key.pem")
 
@@ -90,6 +97,8 @@ class DaskEngine:
     def __init__(self, client, description: str, stack: ExitStack):
         self.client = client
         self.description = description  #: e.g. ``LocalCluster (2 workers)`` or the address
+        #: what this run adapted to in the scheduler's settings, for the run's summary
+        self.adapted: list[str] = []
         self._stack = stack
         self._plugins: dict[Path, str] = {}  # template folder -> registered plugin name
 
@@ -192,18 +201,20 @@ class DaskEngine:
     # --- checks made once, when the run starts ------------------------------------------------
 
     def _check_scheduler(self) -> None:
+        """Read the scheduler's settings, and note how this run adapts to other values."""
         found = self.client.run_on_scheduler(_scheduler_settings)
-        wrong = {k: v for k, v in SCHEDULER_CONFIG.items() if found.get(k) != v}
-        if wrong:
-            env = " ".join(
-                "DASK_" + k.upper().replace(".", "__").replace("-", "_") + f"={v}"
-                for k, v in SCHEDULER_CONFIG.items()
+        failures = found["distributed.scheduler.allowed-failures"]
+        saturation = found["distributed.scheduler.worker-saturation"]
+        if failures != SCHEDULER_CONFIG["distributed.scheduler.allowed-failures"]:
+            self.adapted.append(
+                f"the Dask scheduler has allowed-failures={failures}: grade counts the "
+                f"workers each job takes down itself, and blames a submission when it has "
+                f"taken down {DEATHS_TO_BLAME}"
             )
-            have = ", ".join(f"{k.rsplit('.', 1)[1]}={found.get(k)}" for k in wrong)
-            raise UsageError(
-                f"the Dask scheduler at {self.description} has {have}; grading needs "
-                f"each submission blamed only for its own crashes. Start it as: "
-                f"{env} dask scheduler ..."
+        if saturation != SCHEDULER_CONFIG["distributed.scheduler.worker-saturation"]:
+            self.adapted.append(
+                f"the Dask scheduler has worker-saturation={saturation}: grade keeps no "
+                "more jobs in flight than the cluster has worker threads"
             )
 
     def _check_workers(self) -> None:
@@ -234,6 +245,14 @@ class DaskEngine:
             )
 
 
+class LostWorkers(Exception):
+    """A job took down this many workers: its submission is blamed, and not run again."""
+
+    def __init__(self, deaths: int):
+        super().__init__(f"the job took down {deaths} Dask workers")
+        self.deaths = deaths
+
+
 def _scheduler_settings(dask_scheduler) -> dict:
     """What the running scheduler uses for the settings in :data:`SCHEDULER_CONFIG`."""
     return {
@@ -255,48 +274,139 @@ class DaskExecutor(ClusterExecutor):
         self._engine = engine
         self._client = engine.client
         self._tasks: dict[Future, object] = {}  # our future -> its Dask future, until done
+        self._calls: dict[Future, tuple] = {}  # our future -> (fn, job), to run it again
+        self._owners: dict[str, Future] = {}  # a Dask task's key -> our future
+        self._deaths: dict[Future, int] = {}  # our future -> workers its job took down
+        self._launches: dict[Future, int] = {}  # our future -> Dask tasks it has had
+        self._running: dict[Future, str] = {}  # our future -> the worker that started it
         self._lock = threading.Lock()  # Dask runs done-callbacks in a thread of its own
+        self._client.subscribe_topic("all", self._on_event)
+        self._client.subscribe_topic(cluster_worker.STARTED_TOPIC, self._on_started)
 
     def submit(self, fn, job) -> Future:
+        out: Future = Future()
+        out.set_running_or_notify_cancel()
+        with self._lock:
+            self._calls[out] = (fn, job)
+            self._deaths[out] = self._launches[out] = 0
+        self._launch(out)
+        return out
+
+    def _launch(self, out: Future) -> None:
+        """Run ``out``'s job as a new Dask task."""
+        with self._lock:
+            call = self._calls.get(out)
+        if call is None:
+            return  # blamed or abandoned meanwhile
+        fn, job = call
         name = self._engine.ship(job.template)
         task = self._client.submit(
             run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
         )
-        out: Future = Future()
-        out.set_running_or_notify_cancel()
         with self._lock:
             self._tasks[out] = task
+            self._owners[task.key] = out
+            self._launches[out] += 1
         task.add_done_callback(lambda task: self._settle(out, task))
-        return out
+
+    def _forget(self, out: Future):
+        """Drop ``out``'s bookkeeping (under the lock); return its Dask task, or None."""
+        task = self._tasks.pop(out, None)
+        if task is not None:
+            self._owners.pop(task.key, None)
+            for held in (self._calls, self._deaths, self._launches, self._running):
+                held.pop(out, None)
+        return task
+
+    def _on_started(self, event) -> None:
+        """Note which worker has started a job (the worker's event, in the client's loop)."""
+        _, msg = event
+        with self._lock:
+            out = self._owners.get(msg.get("key")) if isinstance(msg, dict) else None
+            if out is not None:
+                self._running[out] = msg.get("worker")
+
+    async def _on_event(self, event) -> None:
+        """Count a worker's death against the job it was running; blame at the limit.
+
+        Runs in the client's event loop, on each event of the scheduler's ``all`` topic,
+        which the scheduler sends before it gives the dead worker's tasks to others.  A
+        job only queued on that worker (a scheduler's ``worker-saturation`` above 1.0
+        queues a second one) had not started there, and is not blamed for its death.
+        """
+        _, msg = event
+        if not isinstance(msg, dict) or msg.get("action") != "remove-worker":
+            return
+        if msg.get("expected"):  # retired or closed on purpose: not the job's doing
+            return
+        blamed = []
+        with self._lock:
+            for key in msg.get("processing-tasks") or ():
+                out = self._owners.get(key)
+                if out is None or self._running.get(out) != msg.get("worker"):
+                    continue
+                del self._running[out]
+                self._deaths[out] += 1
+                if self._deaths[out] >= DEATHS_TO_BLAME:
+                    blamed.append((out, self._forget(out)))
+        for out, task in blamed:
+            await self._client.cancel([task], force=True, asynchronous=True)
+            out.set_exception(LostWorkers(DEATHS_TO_BLAME))
 
     def _settle(self, out: Future, task) -> None:
-        """Pass a finished Dask task's outcome on, and drop the task (its result is freed)."""
+        """Pass a finished Dask task's outcome on, and drop the task (its result is freed).
+
+        A task the scheduler gave up on (``KilledWorker``) before its job had taken down
+        :data:`DEATHS_TO_BLAME` workers runs again (at most that many times more).  Runs
+        in a thread of Dask's, where fetching the outcome may wait on the client's event
+        loop: so never under the lock, which that loop's event handlers take.
+        """
         with self._lock:
-            if self._tasks.pop(out, None) is None:
-                return  # abandoned: run_jobs has already reported it
+            if self._tasks.get(out) is not task:
+                return  # abandoned or blamed: run_jobs has already been told
         try:
             if task.status == "finished":
-                out.set_result(task.result())
+                outcome = (task.result(), None)
             elif task.status == "cancelled":
-                out.set_exception(RuntimeError("the Dask task was cancelled"))
+                outcome = (None, RuntimeError("the Dask task was cancelled"))
             else:
-                out.set_exception(task.exception())
-        except BaseException as exc:  # the result could not be fetched (connection lost)
-            if not out.done():
-                out.set_exception(exc)
+                outcome = (None, task.exception())
+        except BaseException as exc:  # the outcome could not be fetched (connection lost)
+            outcome = (None, exc)
+        again = False
+        with self._lock:
+            if self._tasks.get(out) is not task:
+                return  # blamed while the outcome was fetched
+            if isinstance(outcome[1], KilledWorker):
+                # The scheduler counts the workers that died with the job queued on them
+                # too; only those that died running it count here.
+                again = (
+                    self._deaths[out] < DEATHS_TO_BLAME and self._launches[out] <= DEATHS_TO_BLAME
+                )
+            if again:
+                del self._tasks[out]
+                self._owners.pop(task.key, None)
+            else:
+                self._forget(out)
+        if again:
+            self._launch(out)
+        elif outcome[1] is None:
+            out.set_result(outcome[0])
+        else:
+            out.set_exception(outcome[1])
 
     def capacity(self) -> int:
         """Jobs to keep in flight: one per worker thread the scheduler has now."""
         return self._engine.workers()
 
     def lost_worker(self, exc: BaseException) -> bool:
-        """Whether ``exc`` means the job's workers died running it (Dask gave up on it)."""
-        return isinstance(exc, KilledWorker)
+        """Whether ``exc`` means the job's workers died running it."""
+        return isinstance(exc, (KilledWorker, LostWorkers))
 
     def abandon(self, futures: Iterable[Future]) -> None:
         """Cancel these jobs, then restart (through their nannies) the workers running them."""
         with self._lock:
-            tasks = [self._tasks.pop(f) for f in futures if f in self._tasks]
+            tasks = [task for task in map(self._forget, futures) if task is not None]
         if not tasks:
             return
         keys = {task.key for task in tasks}
@@ -307,7 +417,11 @@ class DaskExecutor(ClusterExecutor):
             self._client.restart_workers(workers, raise_for_error=False)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._client.unsubscribe_topic("all")
+        self._client.unsubscribe_topic(cluster_worker.STARTED_TOPIC)
         with self._lock:
             tasks, self._tasks = list(self._tasks.values()), {}
+            for held in (self._owners, self._calls, self._deaths, self._launches, self._running):
+                held.clear()
         if cancel_futures and tasks:
             self._client.cancel(tasks, force=True)

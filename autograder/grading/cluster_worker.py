@@ -56,6 +56,11 @@ MATCHED_CODE = ("autograder", "specdec_reference")
 PLUGIN_PREFIX = "specdec-course-"
 
 
+#: The Dask event topic on which a worker says that it has started a job (its key, its
+#: worker's address).
+STARTED_TOPIC = "specdec-job-started"
+
+
 class WorkerRefused(BaseException):
     """This worker cannot grade; raised from the preload to stop it from starting.
 
@@ -203,6 +208,9 @@ def run_job(fn, job, name: str) -> dict:
     plugin = worker.plugins.get(name)
     if not isinstance(plugin, CourseSetup) or plugin.problem:
         raise Reschedule()
+    # Tell the instructor's client that this worker runs the job now: if the worker dies,
+    # the job was running on it, not merely waiting in its queue.
+    worker.log_event(STARTED_TOPIC, {"key": worker.get_current_task(), "worker": worker.address})
     scratch = Path(worker.local_directory) / "specdec-jobs"
     scratch.mkdir(exist_ok=True)
     return fn(replace(job, template=plugin.unpacked(worker), scratch_root=scratch))

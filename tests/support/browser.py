@@ -175,6 +175,18 @@ def _wait_until_up(server: LabServer, timeout: float) -> bool:
     return False
 
 
+def learner_python() -> Path:
+    """The interpreter of the learner's environment (``.venv-learner``, which ``make test``
+    and ``make lab`` build with only the lessons' packages)."""
+    python = Path(__file__).resolve().parents[2] / ".venv-learner" / "bin" / "python"
+    if not python.exists():
+        raise RuntimeError(
+            f"no learner environment at {python.parent.parent}: run `make test`, or "
+            "`make .venv-learner/.installed` to build it alone"
+        )
+    return python
+
+
 def start_lab_server(
     course: Path,
     workdir: Path,
@@ -182,15 +194,20 @@ def start_lab_server(
     root: Path | None = None,
     while_starting: Callable[[], object] | None = None,
     extra_args: list[str] | None = None,
+    python: Path | None = None,
 ) -> LabServer:
     """Start the learner's JupyterLab on a free loopback port with a token.
 
-    ``root`` is the notebook root (default: the course root, so that both ``source/``
-    and ``release/`` can be opened).  Settings, workspaces and runtime files go to
-    ``workdir``.  ``while_starting`` runs while the server boots (generate the release,
-    say).  ``extra_args`` are more ``--Class.trait=value`` options for the server.  One
-    retry if the first start fails (a port taken in between, say).
+    The server runs in the learner's environment (`learner_python`), as ``make lab``
+    runs it, so the tests prove that a learner needs nothing more.  ``root`` is the
+    notebook root (default: the course root, so that both ``source/`` and ``release/``
+    can be opened).  Settings, workspaces and runtime files go to ``workdir``.
+    ``while_starting`` runs while the server boots (generate the release, say).
+    ``extra_args`` are more ``--Class.trait=value`` options for the server.  One retry if
+    the first start fails (a port taken in between, say).  ``python`` serves it from
+    another environment instead (an instructor's formgrader needs the grader's).
     """
+    python = str(python or learner_python())
     settings = workdir / "lab-settings"
     for name, value in LAB_SETTINGS.items():
         path = settings / name
@@ -217,6 +234,7 @@ def start_lab_server(
                 open_browser=False,
                 extra_args=extra_args,
                 env=env,
+                python=python,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

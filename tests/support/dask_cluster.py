@@ -62,12 +62,18 @@ def run_dask(args: list[str], log: Path, env: dict[str, str]) -> DaskProcess:
     return DaskProcess(process, log)
 
 
-def start_scheduler(workdir: Path, *, tls: list[str] | None = None) -> tuple[DaskProcess, str]:
-    """Start ``dask scheduler`` on a free port of 127.0.0.1; return it and its address."""
+def start_scheduler(
+    workdir: Path, *, tls: list[str] | None = None, settings: dict[str, str] = SCHEDULER_ENV
+) -> tuple[DaskProcess, str]:
+    """Start ``dask scheduler`` on a free port of 127.0.0.1; return it and its address.
+
+    ``settings`` are variables for its environment: ``DASK_...`` settings (``{}``: Dask's
+    defaults), ``PYTHONPATH``.
+    """
     info = workdir / "scheduler.json"
     args = ["scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard"]
     args += ["--scheduler-file", str(info)] + (tls or [])
-    scheduler = run_dask(args, workdir / "scheduler.log", environment(**SCHEDULER_ENV))
+    scheduler = run_dask(args, workdir / "scheduler.log", environment(**settings))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if info.exists():
@@ -112,3 +118,28 @@ def make_certificates(folder: Path) -> Path:
     for command in commands:
         subprocess.run(command.split(), cwd=folder, check=True, capture_output=True)
     return folder
+
+
+#: The variable that names the file where `crash_some` notes each worker it kills.
+DEATHS_FILE = "SPECDEC_TEST_DEATHS"
+
+
+def crash_some(job):
+    """A job function for workers: grade as usual, but kill the worker for two students.
+
+    ``mallory``'s job kills its worker every time, as a submission that crashes its worker
+    would; ``victim``'s kills it the first time only, as a worker killed from outside
+    would.  Each death is first noted (the student's name, one line) in the file that
+    :data:`DEATHS_FILE` names, and comes 2 s into the job, as a real crash comes after
+    the kernel has started.
+    """
+    from autograder.grading.job import grade_job
+
+    deaths = Path(os.environ[DEATHS_FILE])
+    before = deaths.read_text().split() if deaths.exists() else []
+    if job.student == "mallory" or (job.student == "victim" and "victim" not in before):
+        time.sleep(2)
+        with open(deaths, "a") as fh:
+            fh.write(f"{job.student}\n")
+        os._exit(77)
+    return grade_job(job)

@@ -289,11 +289,41 @@ class Lesson:
 
 @dataclass
 class RunAll:
-    """A timed Run all: the kernel's CPU seconds, the wall seconds, the cells that raised."""
+    """A timed Run all: the kernel's CPU seconds, the wall seconds, the cells that raised,
+    and the figures shown without a title or an axis label."""
 
     cpu_seconds: float
     wall_seconds: float
     errors: list[str]
+    unlabelled: list[str]
+
+
+# Run before the notebook: each plt.show() notes the plots that lack a title (their own, or
+# the figure's) or an axis label.  Axes that draw nothing (a colour bar's, a hidden one's)
+# are not plots.
+FIGURE_PROBE = """\
+import json as _json
+import matplotlib.pyplot as _plt
+_unlabelled, _show = [], _plt.show
+
+
+def _labelled_show(*args, **kwargs):
+    for number in _plt.get_fignums():
+        figure = _plt.figure(number)
+        suptitle = figure._suptitle.get_text() if figure._suptitle else ""
+        for ax in figure.axes:
+            if not ax.get_visible() or not ax.has_data() or ax.get_label() == "<colorbar>":
+                continue
+            lacks = [name for name, text in (("title", ax.get_title() or suptitle),
+                     ("x label", ax.get_xlabel()), ("y label", ax.get_ylabel())) if not text]
+            if lacks:
+                name = ax.get_title() or suptitle or "a plot"
+                _unlabelled.append(f"{name}: no {', '.join(lacks)}")
+    return _show(*args, **kwargs)
+
+
+_plt.show = _labelled_show
+"""
 
 
 def run_all(notebook: Path, *, cwd: Path = REPO) -> RunAll:
@@ -308,7 +338,9 @@ def run_all(notebook: Path, *, cwd: Path = REPO) -> RunAll:
     nb = nbformat.read(notebook, as_version=4)
     start = nbformat.v4.new_code_cell("import time as _clock\n_cpu = _clock.process_time()")
     stop = nbformat.v4.new_code_cell("print(_clock.process_time() - _cpu)")
-    nb.cells = [start, *nb.cells, stop]
+    probe = nbformat.v4.new_code_cell(FIGURE_PROBE)
+    shown = nbformat.v4.new_code_cell("print(_json.dumps(_unlabelled))")
+    nb.cells = [probe, start, *nb.cells, stop, shown]
     client = NotebookClient(
         nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(cwd)}}
     )
@@ -322,7 +354,8 @@ def run_all(notebook: Path, *, cwd: Path = REPO) -> RunAll:
         for c in nb.cells
         if c.cell_type == "code" and any(o.output_type == "error" for o in c.outputs)
     ]
-    return RunAll(float(stop.outputs[0]["text"]), wall, errors)
+    unlabelled = json.loads(shown.outputs[0]["text"])
+    return RunAll(float(stop.outputs[0]["text"]), wall, errors, unlabelled)
 
 
 def grade_samples(
