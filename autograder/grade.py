@@ -1,16 +1,25 @@
 """``specdec-course grade``: autograde a class's submissions, in parallel and in isolation.
 
-The parent process collects the submissions (:mod:`autograder.intake`: a folder, a zip,
-an LMS download, or the course's own ``submitted/`` in place), adds to nbgrader's
-``submitted/`` layout what is not there yet (never deleting anything), hands one
-:class:`~autograder.grading.job.Job` per submission to the worker pool
-(:mod:`autograder.grading.pool`), and is the only writer of the course's gradebook,
-``autograded/``, ``feedback/`` and ``reports/<assignment>/``
-(:mod:`autograder.grading.record`).  Each finished submission is recorded at once
-(``results/<student>.json``), so a run that is killed midway loses nothing: running it
-again grades only what is missing.  When the course cannot be written (its gradebook
-stays locked, its disk is full), the run stops with
-:class:`~autograder.grading.record.RecordError`, keeping what it recorded.
+:func:`grade` is a sequence of named steps, all in the parent process:
+
+1. :func:`open_assignment`: the course, its configuration, the assignment's notebook;
+2. ``_collect``: the submissions (:mod:`autograder.intake`: a folder, a zip, an LMS
+   download, or the course's own ``submitted/`` in place), the instructor's errors first;
+3. :func:`~autograder.grading.plan.plan`: one decision per student (keep the earlier
+   result, record it as it is, grade it), and ``_store_submitted``: what is not in
+   nbgrader's ``submitted/`` yet is added there (never deleting anything);
+4. the engine (``_Engine``) runs one :class:`~autograder.grading.job.Job` per graded
+   submission: the local worker pool (:mod:`autograder.grading.pool`) or a Dask cluster;
+5. the record step (``_Recorder.record``), for each result as it arrives: its key and
+   who the student is, the gradebook, ``results/<student>.json``
+   (:mod:`autograder.grading.record`, the only writer of the course's gradebook,
+   ``autograded/`` and ``reports/<assignment>/``), and the feedback page;
+6. ``_finish``: ``grades.csv``, ``cells.csv`` and the run's summary.
+
+A run that is killed midway loses nothing: running it again grades only what is
+missing.  When the course cannot be written (its gradebook stays locked, its disk is
+full), the run stops with :class:`~autograder.grading.record.RecordError`, keeping what
+it recorded.
 """
 
 from __future__ import annotations
@@ -22,12 +31,17 @@ import sys
 import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+from traitlets.config import Config
 
 from autograder import sandbox as sandboxing
 from autograder.course import UsageError, find_course, load_config, notebooks
 from autograder.grading import forkserver
 from autograder.grading.job import Job, grade_job
+from autograder.grading.plan import Action, Decision, Plan, plan
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
@@ -36,19 +50,16 @@ from autograder.grading.record import (
     load_result,
     load_results,
     record,
-    result_key,
     stop_when_disk_full,
     warn,
     write_csvs,
     written_by_grader,
 )
 from autograder.grading.results import GradeResult, Status, SubmissionResult
-from autograder.grading.students import identify
 from autograder.grading.template import build_template, sync_gradebook, template_test_cells
 from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
 from autograder.intake.submitted import copy_exchange_files, store_submitted
-from autograder.intake.validate import readable_notebook
 from autograder.render.feedback_page import write_pages
 
 
@@ -120,147 +131,56 @@ def grade(
         ``gradebook_wait``, the disk is full).  What was recorded is kept; the same
         call again finishes the batch.
     """
-    root = find_course(course)
-    config = load_config(root)
-    names = notebooks(root, assignment)
-    if len(names) != 1:
-        raise UsageError(f"assignment {assignment!r} has {len(names)} notebooks; one is supported")
-    notebook = names[0]
+    root, config, notebook = open_assignment(course, assignment)
     # The instructor's own errors (no such folder, nothing in it) come before any check of
     # the machine, so that they are reported as what they are.
     collected = _collect(root, assignment, notebook, submissions, lms, roster)
-    subs = collected.submissions
-    swept = kill_orphans()  # what a grader killed outright (kill -9) may have left running
-    on_dask = bool(scheduler or cluster)
-    if executor_factory is local_executor and not on_dask:
+    # kill_orphans: what a grader killed outright (kill -9) may have left running
+    out = _run_result(root, assignment, collected, submissions is None, workers, kill_orphans())
+    if executor_factory is local_executor and not (scheduler or cluster):
         forkserver.start()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
     # The sandbox must run where the kernels run: here, or on a scheduler's workers (their
     # preload checks it there).
     limits = _sandbox_limits(check=not scheduler) if sandbox else None
-    out = GradeResult(
-        assignment,
-        root,
-        layout=collected.layout,
-        in_place=submissions is None,
-        ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
-        warnings=list(collected.warnings),
-        workers=workers or os.cpu_count() or 1,
-        swept=swept,
-    )
-    by_student = {sub.student: sub for sub in subs}
-    engines = ExitStack()
-    engine = None
-
-    run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
-    jobs: list[Job] = []
-    pages: set[str] = set()  # students whose feedback page this run wrote
-    try:
-        if on_dask:  # first, so that a wrong address or option fails at once
-            engine = engines.enter_context(_dask_engine(scheduler, cluster, security))
-            executor_factory = engine.executor
-            out.engine, out.workers = engine.description, engine.workers()
-            out.warnings.extend(engine.adapted)
+    with ExitStack() as stack:
+        run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
+        stack.callback(shutil.rmtree, run_root, ignore_errors=True)
+        engine = _Engine.start(stack, out, executor_factory, scheduler, cluster, security)
         template, template_hash = build_template(root, assignment)
         sync_gradebook(root, assignment, template_hash)
-        test_cells = template_test_cells(template, assignment, notebook)
-        results_dir = out.reports / "results"
-        results_dir.mkdir(parents=True, exist_ok=True)
-        keys = {sub.student: result_key(sub, template_hash, timeout, sandbox) for sub in subs}
-        flags = {sub.student: sub.flags for sub in subs}
-
-        def save(result: SubmissionResult) -> None:
-            """Record ``result`` (waiting for a locked gradebook; RecordError if it cannot)."""
-            record(
-                root,
-                config,
-                notebook,
-                test_cells,
-                result,
-                results_dir,
-                gradebook_wait=gradebook_wait,
-                notify=notify,
-            )
-
-        def finish(result: SubmissionResult) -> None:
-            result.key = keys[result.student]
-            identify(result, by_student[result.student])
-            save(result)
-            out.graded_now.append(result.student)
-
-        for sub in subs:
-            data = readable_notebook(sub)
-            previous = load_result(results_dir / f"{sub.student}.json")
-            if sub.missing and previous and previous.status is not Status.MISSING:
-                # graded from an earlier download: kept (recorded again if its student is
-                # better known now, or if the gradebook was locked or full back then)
-                if identify(previous, sub) or not previous.in_gradebook:
-                    save(previous)
-                out.reused.append(sub.student)
-                continue
-            if not force and previous and previous.key == keys[sub.student]:
-                if identify(previous, sub) or not previous.in_gradebook:
-                    save(previous)
-                out.reused.append(sub.student)
-                continue
-            if not out.in_place and not sub.missing:
-                ours = written_by_grader(previous, notebook) if previous else {}
-                with stop_when_disk_full():
-                    sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
-            if data is None:
-                reason = sub.problem or "unreadable"
-                status = Status.MISSING if sub.missing else Status.INVALID
-                flagged = list(sub.flags)
-                finish(SubmissionResult(sub.student, assignment, status, reason, flags=flagged))
-                continue
-            jobs.append(
-                Job(
-                    assignment=assignment,
-                    student=sub.student,
-                    notebook=notebook,
-                    data=data,
-                    template=template,
-                    scratch_root=run_root,
-                    cell_timeout=timeout,
-                    notebook_timeout=notebook_timeout,
-                    sandbox=sandbox,
-                    fork=fork,
-                    limits=limits,
-                    keep_scratch=keep_scratch,
-                )
-            )
-        total = len(jobs)
-        hard = hard_timeout or notebook_timeout + 2 * timeout + 120
-        finished = run_jobs(
-            jobs,
-            workers=out.workers,
-            hard_timeout=hard,
-            executor_factory=executor_factory,
-            fn=job_fn,
+        job = Job(assignment, "", notebook, b"", template, run_root, timeout, notebook_timeout)
+        job = replace(job, sandbox=sandbox, fork=fork, limits=limits, keep_scratch=keep_scratch)
+        recorder = _Recorder.open(out, config, notebook, template, feedback, gradebook_wait, notify)
+        decided = plan(
+            collected.submissions, recorder.earlier(collected), job, template_hash, force=force
         )
-        # closing(): a RecordError stops the workers at once, not after their jobs.
-        with contextlib.closing(finished):
-            for n, (job, result) in enumerate(finished, start=1):
-                result.flags = flags.get(job.student, []) + result.flags
-                finish(result)
-                if feedback:  # written while the workers grade the next submissions
-                    _write_feedback(assignment, root, job.student)
-                    pages.add(job.student)
+        if not out.in_place:
+            _store_submitted(root, assignment, notebook, decided)
+        for decision in decided.decisions:  # what needs no worker, before the workers start
+            if decision.action is not Action.GRADE:
+                recorder.record(decision)
+        graded = {d.student: d for d in decided.of(Action.GRADE)}
+        finished = engine.run(
+            decided.jobs, job_fn, hard_timeout or notebook_timeout + 2 * timeout + 120
+        )
+        with contextlib.closing(finished):  # a RecordError stops the workers at once
+            for n, (done, result) in enumerate(finished, start=1):
+                recorder.record(graded[done.student], result)
                 if progress:
-                    progress(job.student, n, total, engine.workers() if engine else out.workers)
-    finally:
-        engines.close()
-        shutil.rmtree(run_root, ignore_errors=True)
+                    progress(done.student, n, len(graded), engine.workers_now())
+    return _finish(out)
 
-    out.results = load_results(results_dir)
-    with stop_when_disk_full():
-        write_csvs(out.reports, out.results)
-    if feedback:  # the submissions recorded without a worker (invalid ones)
-        for student in out.graded_now:
-            if student not in pages and out.results[student].status is not Status.MISSING:
-                _write_feedback(assignment, root, student)
-    return out
+
+def open_assignment(course: Path | str | None, assignment: str) -> tuple[Path, Config, str]:
+    """The course root, its configuration, and the name of the assignment's one notebook."""
+    root = find_course(course)
+    config = load_config(root)
+    names = notebooks(root, assignment)
+    if len(names) != 1:
+        raise UsageError(f"assignment {assignment!r} has {len(names)} notebooks; one is supported")
+    return root, config, names[0]
 
 
 def _collect(
@@ -325,3 +245,144 @@ def _write_feedback(assignment: str, course: Path, student: str) -> None:
         raise
     except Exception as exc:  # a page that cannot be written costs no grade
         print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
+
+
+def _run_result(
+    root: Path,
+    assignment: str,
+    collected: Collected,
+    in_place: bool,
+    workers: int | None,
+    swept: int,
+) -> GradeResult:
+    """The run's summary as it starts: what the intake made of the download."""
+    subs = collected.submissions
+    return GradeResult(
+        assignment,
+        root,
+        layout=collected.layout,
+        in_place=in_place,
+        ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
+        warnings=list(collected.warnings),
+        workers=workers or os.cpu_count() or 1,
+        swept=swept,
+    )
+
+
+def _store_submitted(root: Path, assignment: str, notebook: str, decided: Plan) -> None:
+    """Put what the students sent in ``submitted/`` (never over what others wrote there)."""
+    for decision in decided.decisions:
+        sub = decision.sub
+        if decision.action is Action.KEEP or sub.missing:
+            continue
+        ours = written_by_grader(decision.earlier, notebook) if decision.earlier else {}
+        with stop_when_disk_full():
+            sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
+
+
+@dataclass
+class _Engine:
+    """Where the jobs run: the local worker pool (or the executor given), or a Dask cluster."""
+
+    executor_factory: ExecutorFactory
+    workers: int  #: workers when the run started
+    dask: Any = None  #: the Dask engine, when the run is on a cluster
+
+    @classmethod
+    def start(
+        cls,
+        stack: ExitStack,
+        out: GradeResult,
+        executor_factory: ExecutorFactory,
+        scheduler: str | None,
+        cluster: str | None,
+        security: Path | str | None,
+    ) -> _Engine:
+        """The run's engine; a cluster is connected to at once (a wrong address fails first)."""
+        if not (scheduler or cluster):
+            return cls(executor_factory, out.workers)
+        dask = stack.enter_context(_dask_engine(scheduler, cluster, security))
+        out.engine, out.workers = dask.description, dask.workers()
+        out.warnings.extend(dask.adapted)
+        return cls(dask.executor, out.workers, dask)
+
+    def workers_now(self) -> int:
+        """The workers now: a cluster's may have changed since the run started."""
+        return self.dask.workers() if self.dask is not None else self.workers
+
+    def run(self, jobs: list[Job], fn: Callable[[Job], SubmissionResult], hard_timeout: float):
+        """Each finished job with its result, as :func:`~autograder.grading.pool.run_jobs`."""
+        return run_jobs(
+            jobs,
+            workers=self.workers,
+            hard_timeout=hard_timeout,
+            executor_factory=self.executor_factory,
+            fn=fn,
+        )
+
+
+@dataclass
+class _Recorder:
+    """The record step: each student's result into the course, and their feedback page."""
+
+    out: GradeResult
+    config: Config
+    notebook: str
+    test_cells: dict[str, float]
+    feedback: bool
+    gradebook_wait: float
+    notify: Callable[[str], None]
+
+    @classmethod
+    def open(
+        cls,
+        out: GradeResult,
+        config: Config,
+        notebook: str,
+        template: Path,
+        feedback: bool,
+        gradebook_wait: float,
+        notify: Callable[[str], None],
+    ) -> _Recorder:
+        """The recorder of ``out``'s run, its ``results/`` folder made."""
+        out.results_dir.mkdir(parents=True, exist_ok=True)
+        cells = template_test_cells(template, out.assignment, notebook)
+        return cls(out, config, notebook, cells, feedback, gradebook_wait, notify)
+
+    def earlier(self, collected: Collected) -> dict[str, SubmissionResult | None]:
+        """What earlier runs recorded for each student of the class (None: nothing readable)."""
+        folder = self.out.results_dir
+        return {s.student: load_result(folder / f"{s.student}.json") for s in collected.submissions}
+
+    def record(self, decision: Decision, graded: SubmissionResult | None = None) -> None:
+        """Record ``decision``'s result: key, identity, gradebook, results JSON, page.
+
+        A kept result is recorded again only when ``decision.rerecord``, and gets no page.
+        """
+        kept = decision.action is Action.KEEP
+        if not kept or decision.rerecord:
+            result = decision.recorded(graded)
+            record(
+                self.out.course,
+                self.config,
+                self.notebook,
+                self.test_cells,
+                result,
+                self.out.results_dir,
+                gradebook_wait=self.gradebook_wait,
+                notify=self.notify,
+            )
+        if kept:
+            self.out.reused.append(decision.student)
+            return
+        self.out.graded_now.append(decision.student)
+        if self.feedback and result.status is not Status.MISSING:
+            _write_feedback(self.out.assignment, self.out.course, decision.student)
+
+
+def _finish(out: GradeResult) -> GradeResult:
+    """``out`` with every result recorded so far, and ``grades.csv`` and ``cells.csv``."""
+    out.results = load_results(out.results_dir)
+    with stop_when_disk_full():
+        write_csvs(out.reports, out.results)
+    return out

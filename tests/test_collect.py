@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import zipfile
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.course import UsageError
 from autograder.intake import collect as collect_mod
-from autograder.intake.collect import collect, normalize_student_id
+from autograder.intake.collect import collect, collect_class, normalize_student_id
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])).encode()
 
@@ -104,6 +105,78 @@ def test_folder_symlinks_are_not_followed(tmp_path):
     (subs_dir / "alice.ipynb").write_bytes(NB)
     subs = by_student(collect(subs_dir))
     assert subs["mallory"].data is None and "symbolic link" in subs["mallory"].problem
+
+
+def collected_within(path: Path, seconds: float = 30.0):
+    """``collect_class(path)``, failing (not hanging) if it takes longer than ``seconds``."""
+    done: list = []
+    reader = threading.Thread(target=lambda: done.append(collect_class(path)), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert done, f"collecting {path} did not finish in {seconds:g} s (a pipe was opened?)"
+    return done[0]
+
+
+def test_a_named_pipe_in_a_class_folder_is_listed_with_its_reason_and_never_opened(tmp_path):
+    (tmp_path / "alice.ipynb").write_bytes(NB)
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "work.ipynb")  # no writer: opening it would block
+    os.mkfifo(tmp_path / "pipe.ipynb")
+
+    collected = collected_within(tmp_path)
+
+    subs = by_student(collected.submissions)
+    assert sorted(subs) == ["alice", "fifo", "pipe"]
+    assert subs["alice"].problem is None
+    for student, path in (("fifo", "fifo/work.ipynb"), ("pipe", "pipe.ipynb")):
+        assert subs[student].data is None
+        assert subs[student].problem == "is a named pipe (not read)"
+        assert subs[student].ignored == [f"{path} (is a named pipe (not read))"]
+    assert stat.S_ISFIFO(os.stat(tmp_path / "fifo" / "work.ipynb").st_mode)  # left as it was
+
+
+def test_a_folder_and_its_zip_are_admitted_alike(tmp_path, monkeypatch):
+    """One policy: every entry not graded is listed, with the same reason, from both."""
+    monkeypatch.setattr(collect_mod, "MAX_NOTEBOOK_BYTES", 1000)
+    deep = "/".join(f"d{i}" for i in range(12))
+    files = {
+        "alice.ipynb": NB,
+        "bob.ipynb": b"{" + b" " * 5000 + b"}",
+        f"carol/{deep}/nb.ipynb": NB,
+        "dave/notes.txt": b"I forgot the notebook",
+        "erin/hw.ipynb": NB,
+        "erin/old/hw.ipynb": NB,
+        "frank/.ipynb_checkpoints/hw-checkpoint.ipynb": NB,
+        "README.txt": b"the class",
+    }
+    folder = tmp_path / "class"
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    (folder / "gina").mkdir()
+    (folder / "mallory.ipynb").symlink_to(folder / "alice.ipynb")
+    archive = zip_with(
+        tmp_path / "class.zip",
+        {**files, "gina/": b""},
+        symlinks={"mallory.ipynb": "alice.ipynb"},
+    )
+
+    def admitted(path):
+        got = collected_within(path)
+        return got.ignored, {s.student: (s.problem, s.ignored) for s in got.submissions}
+
+    from_folder, from_zip = admitted(folder), admitted(archive)
+
+    assert from_folder == from_zip
+    ignored, subs = from_folder
+    assert ignored == ["README.txt (not a notebook)"]
+    assert subs["alice"] == (None, [])
+    assert subs["bob"][0] == "file is larger than 0 MiB"
+    assert subs["carol"] == ("is nested too deeply", ["carol/deep (is nested too deeply)"])
+    assert subs["dave"] == ("no .ipynb notebook found", ["dave/notes.txt (not a notebook)"])
+    assert "frank" not in subs  # Jupyter's own copies are no student's entry
+    assert subs["gina"] == ("no .ipynb notebook found", [])  # an empty folder is a student
+    assert subs["mallory"][0] == "is a symbolic link (not followed)"
 
 
 def test_too_deep_and_too_large_members_are_refused(tmp_path, monkeypatch):

@@ -151,7 +151,9 @@ def submission(
     return nb
 
 
-def cell_result(gid: str, score: float, max_score: float, status: str, message: str = "", flags=()):
+def cell_result(
+    gid: str, score: float, max_score: float, status: str, message: str = "", flags=(), stop=""
+):
     return {
         "grade_id": gid,
         "score": score,
@@ -159,6 +161,7 @@ def cell_result(gid: str, score: float, max_score: float, status: str, message: 
         "status": status,
         "message": message,
         "flags": list(flags),
+        "stop": stop,
     }
 
 
@@ -171,16 +174,17 @@ def student_result(student: str, status: str, cells: list[dict], reason: str = "
         "score": float(sum(c["score"] for c in cells)),
         "max_score": 4.0,
         "flags": list(flags),
-        "seconds": 2.5,
-        "submission_sha256": "0" * 64,
         "cells": cells,
+        "seconds": 2.5,
+        "key": "0" * 64,
+        "in_gradebook": True,
     }
 
 
 def not_graded(reason: str) -> list[dict]:
     """What the grader records for each test cell of a submission that did not run."""
     return [
-        cell_result(gid, 0.0, pts, "failed", f"not graded: {reason}")
+        cell_result(gid, 0.0, pts, "failed", f"not graded: {reason}", stop="not-graded")
         for gid, pts in [
             ("test_accept_prob_examples", 1.0),
             ("test_accept_prob_matches_reference", 2.0),

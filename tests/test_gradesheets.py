@@ -10,6 +10,7 @@ import pytest
 from support.lms import canvas_gradebook, moodle_worksheet
 
 from autograder.grading.results import Status, SubmissionResult
+from autograder.intake.records import Identity
 from autograder.intake.roster import parse_roster
 from autograder.render.gradesheets import (
     CANVAS_HEADER,
@@ -20,7 +21,9 @@ from autograder.render.gradesheets import (
 )
 
 
-def row(student, score, status="graded", lms_user_id=None, first=None, last=None, **more):
+def row(
+    student, score, status="graded", lms_user_id=None, first=None, last=None, email=None, **more
+):
     """A recorded result of ``mini`` (4 points) as export reads it."""
     return SubmissionResult(
         student,
@@ -28,9 +31,7 @@ def row(student, score, status="graded", lms_user_id=None, first=None, last=None
         Status(status),
         score=score,
         max_score=4,
-        lms_user_id=lms_user_id,
-        first_name=first,
-        last_name=last,
+        identity=Identity(lms_user_id, first, last, email),
         **more,
     )
 

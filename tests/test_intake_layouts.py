@@ -28,7 +28,7 @@ from support.lms import (
 from autograder.intake.canvas import parse_name as parse_canvas_name
 from autograder.intake.collect import read_members
 from autograder.intake.detect import parse_download, scores
-from autograder.intake.records import Context, Intake, Member
+from autograder.intake.records import Context, Identity, Intake, Member
 from autograder.intake.roster import apply_roster, parse_roster
 
 NB = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
@@ -66,14 +66,14 @@ def test_canvas_ids_late_resubmission_text_entry_and_anonymous():
     recs = by_id(intake)
     assert sorted(recs) == ["48213", "5511", "9", "anon_aB3dE"]  # a text entry is no student
     john = recs["48213"]
-    assert john.late is True and john.lms_user_id == "48213"
+    assert john.late is True and john.identity.lms_user_id == "48213"
     assert john.member.data == NB2  # the re-upload (higher attachment id) is graded, once
     assert any("older upload" in i for i in john.ignored)
     zoe = recs["5511"]
     assert zoe.member.name.endswith("_1177002_my work (final).ipynb") and zoe.late is False
     assert any(f.startswith("other-name:") for f in zoe.flags)
     assert "doejane_77_text.html (text entry); 77 sent no notebook" in intake.ignored
-    assert recs["anon_aB3dE"].lms_user_id is None
+    assert recs["anon_aB3dE"].identity.lms_user_id is None
     assert recs["9"].member is not None  # a name that contained _1_ still parses
 
 
@@ -102,9 +102,9 @@ def test_moodle_participants_and_onlinetext_is_not_a_student(flat):
     assert intake.layout == "moodle"
     recs = by_id(intake)
     assert sorted(recs) == ["5531", "77"]  # 78 sent no notebook: not an invalid student
-    assert (recs["5531"].first_name, recs["5531"].last_name) == ("Jane", "Doe")
+    assert (recs["5531"].identity.first_name, recs["5531"].identity.last_name) == ("Jane", "Doe")
     assert recs["5531"].member is not None
-    assert recs["77"].last_name == "López" and recs["77"].member is not None
+    assert recs["77"].identity.last_name == "López" and recs["77"].member is not None
     assert any(i.startswith("李 雷_78_assignsubmission_file_") for i in intake.ignored)
     if not flat:
         assert any("online text" in i for i in recs["5531"].ignored)
@@ -154,7 +154,7 @@ def test_gradescope_sid_email_and_group_submission_grades_every_member():
     recs = by_id(intake)
     assert sorted(recs) == ["0042", "bo_uni.edu"]
     assert recs["0042"].member is recs["bo_uni.edu"].member
-    assert recs["0042"].email == "jane@uni.edu" and recs["0042"].timestamp == when
+    assert recs["0042"].identity.email == "jane@uni.edu" and recs["0042"].timestamp == when
     assert any("submission_102/a.py" in i for i in intake.ignored)
     assert any("group submission" in w for w in intake.warnings)
 
@@ -225,8 +225,11 @@ def test_canvas_roster_fills_names_and_adds_missing_students():
     assert roster.kind == "canvas" and [e.student for e in roster.entries] == ["48213", "600"]
     apply_roster(intake, roster)
     recs = by_id(intake)
-    assert (recs["48213"].first_name, recs["48213"].last_name) == ("John", "Smith")
-    assert recs["600"].missing and recs["600"].last_name == "Roe"
+    assert (recs["48213"].identity.first_name, recs["48213"].identity.last_name) == (
+        "John",
+        "Smith",
+    )
+    assert recs["600"].missing and recs["600"].identity.last_name == "Roe"
 
 
 def test_moodle_worksheet_roster_matches_participants_by_number():
@@ -237,14 +240,14 @@ def test_moodle_worksheet_roster_matches_participants_by_number():
     )
     apply_roster(intake, roster)
     recs = by_id(intake)
-    assert recs["5531"].email == "jane@uni.edu" and not recs["5531"].missing
-    assert recs["5532"].missing and recs["5532"].email == "al@uni.edu"
+    assert recs["5531"].identity.email == "jane@uni.edu" and not recs["5531"].missing
+    assert recs["5532"].missing and recs["5532"].identity.email == "al@uni.edu"
 
 
 def test_a_roster_never_merges_two_students():
     intake = parse_download(as_members({"a.ipynb": NB, "b.ipynb": NB}), CTX)
-    intake.records[0].email = "same@uni.edu"
-    intake.records[1].email = "same@uni.edu"
+    for rec in intake.records[:2]:
+        rec.identity = Identity(email="same@uni.edu")
     roster = parse_roster("student_id,email\nx,same@uni.edu\n")
     apply_roster(intake, roster)
     assert all(any("ambiguous" in f for f in r.flags) for r in intake.records[:2])

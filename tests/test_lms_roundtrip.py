@@ -98,7 +98,7 @@ def test_canvas_download_to_canvas_gradebook_import(mini_course, notebooks, tmp_
     assert result.layout == "canvas"
     assert sorted(result.results) == ["48213", "5511", "77"]  # one John, no text-entry student
     john, zoe, jane = (result.results[s] for s in ("48213", "5511", "77"))
-    assert (john.score, john.late, john.last_name) == (4, True, "Smith")
+    assert (john.score, john.late, john.identity.last_name) == (4, True, "Smith")
     assert (zoe.score, zoe.late) == (2, False)
     assert any(f.startswith("other-name:") for f in zoe.flags)
     assert (jane.status.value, jane.score) == ("missing", 0)
@@ -168,8 +168,8 @@ def test_moodle_download_to_grading_worksheet(mini_course, notebooks, tmp_path):
     result = run_grade(mini_course, download, roster=roster)
     assert result.layout == "moodle"
     assert sorted(result.results) == ["5531", "77", "78"]  # online text made no student
-    assert result.results["5531"].email == "jane@uni.edu"
-    assert result.results["77"].last_name == "López"
+    assert result.results["5531"].identity.email == "jane@uni.edu"
+    assert result.results["77"].identity.last_name == "López"
 
     from nbgrader.api import Gradebook
 

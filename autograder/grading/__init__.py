@@ -1,5 +1,7 @@
 """Grading: one job per submission, run on a pool of workers, scored, recorded.
 
+* :mod:`~autograder.grading.plan`: what a run does with each student: keep the earlier
+  result, record it as it is, or grade it (a pure function);
 * :mod:`~autograder.grading.template`: the scratch course every job copies;
 * :mod:`~autograder.grading.job`: one submission, graded in a worker (nbgrader's
   ``Autograde`` with the grader's preprocessors and the sandbox);

@@ -3,17 +3,23 @@
 :class:`SubmissionResult` and :class:`CellResult` are what a worker returns, what the
 parent records, and what the feedback pages, the report and the CSVs read.  The JSON
 file ``reports/<assignment>/results/<student>.json`` is their serialisation
-(:meth:`SubmissionResult.to_json`); :meth:`SubmissionResult.from_dict` also reads the
-files that versions before these dataclasses wrote, so ``grade`` resumes their runs.
+(:meth:`SubmissionResult.to_json`), version :data:`SCHEMA`: the student's
+:class:`~autograder.intake.records.Identity` is written as top-level fields, and a file
+without ``"schema"`` is read as this version (as the grader wrote it before the field).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+from autograder.intake.records import Identity
+
+#: The version of the results file this grader writes and reads.
+SCHEMA = 1
 
 
 class Status(str, Enum):
@@ -54,9 +60,6 @@ class Stop(str, Enum):
         return self.value
 
 
-#: The optional fields that say who a student is and when they submitted.
-IDENTITY_FIELDS = ("lms_user_id", "first_name", "last_name", "email", "timestamp", "late")
-
 #: Wording of the messages of cells that did not run (shown on pages and in the CSVs).
 NOT_RUN_PREFIX = "not run: "
 NOT_GRADED_PREFIX = "not graded: "
@@ -88,18 +91,14 @@ class CellResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
-        message = str(data.get("message") or "")
-        stop = data.get("stop")
-        if stop is None:  # written before ``stop`` existed: its message was the only record
-            stop = _legacy_stop(message)
         return cls(
             grade_id=str(data["grade_id"]),
             score=float(data.get("score", 0.0)),
             max_score=float(data.get("max_score", 0.0)),
             status=CellStatus(data.get("status", CellStatus.FAILED)),
-            message=message,
+            message=str(data.get("message") or ""),
             flags=[str(f) for f in data.get("flags", [])],
-            stop=Stop(stop),
+            stop=Stop(data.get("stop", Stop.NONE)),
         )
 
 
@@ -119,10 +118,7 @@ class SubmissionResult:
     #: What the result was graded from (submission, source, limits); resume compares it.
     key: str = ""
     #: Who the student is and when they submitted, as the download and roster say.
-    lms_user_id: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    email: str | None = None
+    identity: Identity = Identity()
     timestamp: str | None = None  #: ISO 8601, UTC
     late: bool | None = None  #: the LMS's late mark, else nbgrader's due date says
     #: Whether the course gradebook has these scores (false: an earlier run could not
@@ -142,9 +138,15 @@ class SubmissionResult:
         self.flags = list(dict.fromkeys(self.flags))
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The results file's fields: the schema first, the identity's at the top level."""
+        data: dict[str, Any] = {"schema": SCHEMA}
+        for name, value in asdict(self).items():
+            if name == "identity":  # written only when the download or roster told them
+                data.update((k, v) for k, v in value.items() if v is not None)
+            else:
+                data[name] = value
         data.pop("autograded")
-        for name in IDENTITY_FIELDS:  # written only when the download or roster told them
+        for name in ("timestamp", "late"):  # likewise
             if data[name] is None:
                 del data[name]
         if not data["kernel"]:  # written only for a sandboxed kernel
@@ -156,6 +158,12 @@ class SubmissionResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SubmissionResult:
+        """Read a results file's fields; a ValueError for another schema than this one's."""
+        if not isinstance(data, dict):
+            raise ValueError("a results file holds one JSON object")
+        schema = data.get("schema", SCHEMA)
+        if type(schema) is not int or schema != SCHEMA:
+            raise ValueError(f"results file of schema {schema!r} (this grader reads {SCHEMA})")
         return cls(
             student=str(data["student"]),
             assignment=str(data.get("assignment", "")),
@@ -167,14 +175,10 @@ class SubmissionResult:
             cells=[CellResult.from_dict(c) for c in data.get("cells", [])],
             seconds=float(data.get("seconds", 0.0)),
             key=str(data.get("key") or ""),
-            lms_user_id=_text(data.get("lms_user_id")),
-            first_name=_text(data.get("first_name")),
-            last_name=_text(data.get("last_name")),
-            email=_text(data.get("email")),
+            identity=Identity(**{f.name: _text(data.get(f.name)) for f in fields(Identity)}),
             timestamp=_text(data.get("timestamp")),
             late=None if data.get("late") is None else bool(data["late"]),
-            # Files written before the field existed were written after the gradebook.
-            in_gradebook=bool(data.get("in_gradebook", True)),
+            in_gradebook=bool(data.get("in_gradebook", False)),
             kernel=str(data.get("kernel") or ""),
         )
 
@@ -206,17 +210,11 @@ class GradeResult:
     def reports(self) -> Path:
         return self.course / "reports" / self.assignment
 
+    @property
+    def results_dir(self) -> Path:
+        """``reports/<assignment>/results/``: one JSON file per student."""
+        return self.reports / "results"
+
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _legacy_stop(message: str) -> Stop:
-    """The ``stop`` of a cell recorded before the field existed, from its fixed wording."""
-    if message.startswith(NOT_GRADED_PREFIX):
-        return Stop.NOT_GRADED
-    if message.startswith(NOT_RUN_PREFIX):
-        return Stop.NOTEBOOK_TIMEOUT if "longer than" in message else Stop.NOT_RUN
-    if message.startswith("KernelDied"):
-        return Stop.KERNEL_DIED
-    return Stop.NONE

@@ -10,6 +10,7 @@ the time and the penalty.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from nbgrader.preprocessors import AssignLatePenalties
@@ -17,25 +18,19 @@ from nbgrader.preprocessors import AssignLatePenalties
 from autograder.grading.results import SubmissionResult
 from autograder.intake.collect import Submission
 
-#: The fields of nbgrader's ``Student`` row that a download or roster can fill.
-STUDENT_FIELDS = ("lms_user_id", "first_name", "last_name", "email")
 
+def identified(result: SubmissionResult, sub: Submission) -> SubmissionResult:
+    """``result``, saying who ``sub``'s student is and when they submitted.
 
-def identify(result: SubmissionResult, sub: Submission) -> bool:
-    """Copy who ``sub``'s student is (and when they submitted) into ``result``.
-
-    Fields the submission does not know keep the result's value.  Returns True when
-    anything changed.
+    What the submission does not know keeps the result's value.  ``result`` is not
+    changed: the result returned is a copy, equal to it when there was nothing to tell.
     """
-    known = {name: getattr(sub, name) for name in STUDENT_FIELDS}
-    known["timestamp"] = utc(sub.timestamp).isoformat() if sub.timestamp else None
-    known["late"] = sub.late
-    changed = False
-    for name, value in known.items():
-        if value is not None and getattr(result, name) != value:
-            setattr(result, name, value)
-            changed = True
-    return changed
+    known = {"identity": sub.identity.merged(result.identity)}
+    if sub.timestamp is not None:
+        known["timestamp"] = utc(sub.timestamp).isoformat()
+    if sub.late is not None:
+        known["late"] = sub.late
+    return replace(result, **known)
 
 
 def utc(when: datetime) -> datetime:
@@ -50,8 +45,7 @@ def record_student(gb, result: SubmissionResult) -> None:
 
     ``gb`` is an open :class:`nbgrader.api.Gradebook`.  Empty fields are not written.
     """
-    fields = {k: getattr(result, k) for k in STUDENT_FIELDS if getattr(result, k)}
-    gb.update_or_create_student(result.student, **fields)
+    gb.update_or_create_student(result.student, **result.identity.known())
     if result.timestamp:
         when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
         gb.update_or_create_submission(result.assignment, result.student, timestamp=when)

@@ -13,7 +13,7 @@ import os
 import re
 from datetime import datetime
 
-from autograder.intake.records import Claim, Context, Intake, Member, assemble
+from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
 
 _ATTEMPT = re.compile(
     r"^(?P<pre>.+)_(?P<word>[^\W\d_]+)_(?P<ts>\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2})"
@@ -83,7 +83,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                 base=file if is_nb else None,
                 newer=(when,),
                 timestamp=when,
-                lms_user_id=users[fields["pre"]],
+                identity=Identity(users[fields["pre"]]),
                 why_ignored="attempt receipt" if fields["receipt"] else "not a notebook",
             )
         )

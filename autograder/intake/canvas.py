@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from autograder.intake.records import Claim, Context, Intake, Member, assemble
+from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
 
 _ANON = re.compile(r"^(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+)_(?P<att>\d+)_(?P<file>.+)$")
 _NAMED = re.compile(r"^(?P<name>.*?)_(?P<late>LATE_)?(?P<id>\d+)_(?P<att>\d+)_(?P<file>.+)$")
@@ -82,7 +82,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
         anonymous = fields["id"].startswith("anon_")
         common = {
             "late": bool(fields["late"]),
-            "lms_user_id": None if anonymous else fields["id"],
+            "identity": Identity(None if anonymous else fields["id"]),
             "display_name": fields["name"],
         }
         if fields["kind"] != "upload":

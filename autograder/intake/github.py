@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 
-from autograder.intake.records import Claim, Context, Intake, Member, assemble
+from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
 
 SUFFIX = "-submissions"
 
@@ -68,7 +68,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
             users[m.parts[0]],
             m,
             base=m.name if m.is_notebook else None,
-            lms_user_id=users[m.parts[0]],
+            identity=Identity(users[m.parts[0]]),
             display_name=users[m.parts[0]],
         )
         for m in members

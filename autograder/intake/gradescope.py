@@ -12,7 +12,15 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
-from autograder.intake.records import Claim, Context, Intake, Member, assemble, split_name
+from autograder.intake.records import (
+    Claim,
+    Context,
+    Identity,
+    Intake,
+    Member,
+    assemble,
+    split_name,
+)
 
 METADATA = "submission_metadata.yml"
 _FOLDER = re.compile(r"^submission_\d+$")
@@ -100,10 +108,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                     base=base,
                     newer=(when or datetime.min.replace(tzinfo=timezone.utc),),
                     timestamp=when,
-                    lms_user_id=sid or email,
-                    first_name=first,
-                    last_name=last,
-                    email=email,
+                    identity=Identity(sid or email, first, last, email),
                     display_name=person.get("name"),
                 )
             )

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import re
 
-from autograder.intake.records import Claim, Context, Intake, Member, assemble, split_name
+from autograder.intake.records import (
+    Claim,
+    Context,
+    Identity,
+    Intake,
+    Member,
+    assemble,
+    split_name,
+)
 
 _PREFIX = re.compile(
     r"^(?P<name>.*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z0-9]+)_(?P<rest>.*)$"
@@ -59,9 +67,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                 fields["pid"],
                 member,
                 base=inner[-1] if notebook else None,
-                lms_user_id=fields["pid"],
-                first_name=first,
-                last_name=last,
+                identity=Identity(fields["pid"], first, last),
                 display_name=None if blind else name,
                 why_ignored=why,
             )

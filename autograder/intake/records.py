@@ -2,9 +2,10 @@
 
 A layout parser (``canvas.py``, ``moodle.py``, ...) is a pure function from the
 download's :class:`Member` list to an :class:`Intake`: one :class:`StudentRecord`
-per student, with the notebook to grade chosen by :func:`choose_notebook`, and every
-member that is not graded listed as ignored.  Reading the files safely is the
-collector's job; nothing here touches the disk.
+per student (who they are in one :class:`Identity`), with the notebook to grade
+chosen by :func:`choose_notebook`, and every member that is not graded listed as
+ignored.  Reading the files safely is the collector's job; nothing here touches the
+disk.
 """
 
 from __future__ import annotations
@@ -12,11 +13,43 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 #: Longest normalized student id.
 MAX_ID_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a student is, as a download, a roster or an earlier result says: each field
+    None (or empty) when not known.
+
+    Every class that says who a student is holds one (``Claim``, ``StudentRecord``,
+    ``RosterEntry``, the collector's ``Submission``, the grader's ``SubmissionResult``).
+    """
+
+    lms_user_id: str | None = None  #: the id the LMS knows the student by
+    first_name: str | None = None
+    last_name: str | None = None
+    email: str | None = None
+
+    def merged(self, other: Identity) -> Identity:
+        """This identity, each field it does not know taken from ``other``.
+
+        >>> Identity("5531", last_name="Doe").merged(Identity("9", "Jane", "Roe"))
+        Identity(lms_user_id='5531', first_name='Jane', last_name='Doe', email=None)
+        """
+        return Identity(
+            **{
+                f.name: getattr(self, f.name) or getattr(other, f.name) or None
+                for f in fields(self)
+            }
+        )
+
+    def known(self) -> dict[str, str]:
+        """The fields that are known, by name (what a gradebook row or a JSON file gets)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
 
 
 @dataclass(frozen=True)
@@ -50,10 +83,7 @@ class StudentRecord:
     """One student of the class, as the download (and the roster) describe them."""
 
     student: str  #: the id used in the course (nbgrader's student id); filesystem-safe
-    lms_user_id: str | None = None  #: the id the LMS knows the student by
-    first_name: str | None = None
-    last_name: str | None = None
-    email: str | None = None
+    identity: Identity = Identity()
     display_name: str | None = None  #: the name as the download writes it
     timestamp: datetime | None = None  #: submission time, when the layout gives it
     late: bool | None = None  #: the LMS's own late mark, when the layout gives one
@@ -101,10 +131,7 @@ class Claim:
     newer: tuple = ()  #: sorts higher for a newer upload (attachment id, attempt time)
     timestamp: datetime | None = None
     late: bool | None = None
-    lms_user_id: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    email: str | None = None
+    identity: Identity = Identity()
     display_name: str | None = None
     why_ignored: str = "not a notebook"  #: said of the member when it is not graded
 
@@ -188,8 +215,9 @@ def assemble(
             rec.flags.append(f"id-collision: {original!r} and {taken[student]!r} normalize alike")
             rec.student = student = f"{student}-{n}"
         taken[student] = original
-        for attr in ("lms_user_id", "first_name", "last_name", "email", "display_name"):
-            setattr(rec, attr, next((getattr(c, attr) for c in group if getattr(c, attr)), None))
+        for c in group:
+            rec.identity = rec.identity.merged(c.identity)
+        rec.display_name = next((c.display_name for c in group if c.display_name), None)
         names = sorted({c.display_name for c in group if c.display_name})
         if len(names) > 1:
             rec.flags.append(

@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course import UsageError
-from autograder.intake.records import Intake, StudentRecord, normalize_student_id, split_name
+from autograder.intake.records import (
+    Identity,
+    Intake,
+    StudentRecord,
+    normalize_student_id,
+    split_name,
+)
 
 #: Largest roster read, in bytes.
 MAX_ROSTER_BYTES = 32 * 1024 * 1024
@@ -37,10 +43,7 @@ class RosterEntry:
 
     student: str  #: the id the layout of the same LMS gives this student
     row: int  #: index into ``Roster.rows``
-    lms_user_id: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    email: str | None = None
+    identity: Identity = Identity()
     aliases: frozenset[str] = frozenset()  #: every value that identifies the student
     repository: str | None = None  #: GitHub Classroom: the student's repository
 
@@ -187,7 +190,8 @@ def _entry(roster: Roster, i: int, row: list[str]) -> RosterEntry | None:
     if not student:
         return None
     aliases = {v.lower() for v in [student, lms_id, email, *extra] if v}
-    return RosterEntry(student, i, lms_id, first, last, email, frozenset(aliases), repository)
+    identity = Identity(lms_id, first, last, email)
+    return RosterEntry(student, i, identity, frozenset(aliases), repository)
 
 
 def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> None:
@@ -203,7 +207,7 @@ def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> N
             index.setdefault(alias, []).append(entry)
     matched: dict[int, list[StudentRecord]] = {}
     for rec in intake.records:
-        keys = [k.lower() for k in (rec.student, rec.lms_user_id, rec.email) if k]
+        keys = [k.lower() for k in (rec.student, rec.identity.lms_user_id, rec.identity.email) if k]
         found = {id(e): e for k in keys for e in index.get(k, [])}
         if len(found) > 1:
             rec.flags.append(
@@ -229,10 +233,7 @@ def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> N
                 )
             continue
         rec = recs[0]
-        rec.lms_user_id = entry.lms_user_id or rec.lms_user_id
-        rec.first_name = entry.first_name or rec.first_name
-        rec.last_name = entry.last_name or rec.last_name
-        rec.email = entry.email or rec.email
+        rec.identity = entry.identity.merged(rec.identity)
     taken = {r.student for r in intake.records}
     for entry in roster.entries:
         if entry.row in matched:
@@ -244,10 +245,7 @@ def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> N
         intake.records.append(
             StudentRecord(
                 student,
-                lms_user_id=entry.lms_user_id,
-                first_name=entry.first_name,
-                last_name=entry.last_name,
-                email=entry.email,
+                identity=entry.identity,
                 problem="no submission",
                 missing=True,
             )

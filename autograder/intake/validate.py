@@ -7,24 +7,23 @@ import nbformat
 from autograder.intake.collect import Submission
 
 
-def readable_notebook(sub: Submission) -> bytes | None:
-    """The submission as nbformat-4 JSON bytes, or None (with ``sub.problem`` set)."""
+def readable_notebook(sub: Submission) -> tuple[bytes | None, str | None]:
+    """The submission as nbformat-4 JSON bytes and None, or None and why it cannot be graded.
+
+    ``sub`` is not changed.
+    """
     if sub.problem or sub.data is None:
-        return None
+        return None, sub.problem or "unreadable"
     try:
         text = sub.data.decode("utf-8-sig")
         nb = nbformat.reads(text, as_version=4)
     except UnicodeDecodeError:
-        sub.problem = "the file is not UTF-8 text (not a notebook)"
-        return None
+        return None, "the file is not UTF-8 text (not a notebook)"
     except Exception as exc:
-        sub.problem = f"not a valid Jupyter notebook: {type(exc).__name__}: {str(exc)[:200]}"
-        return None
+        return None, f"not a valid Jupyter notebook: {type(exc).__name__}: {str(exc)[:200]}"
     if not isinstance(nb.get("cells"), list):
-        sub.problem = "not a valid Jupyter notebook: it has no list of cells"
-        return None
+        return None, "not a valid Jupyter notebook: it has no list of cells"
     try:
-        return nbformat.writes(nb).encode("utf-8")
+        return nbformat.writes(nb).encode("utf-8"), None
     except Exception as exc:
-        sub.problem = f"not a valid Jupyter notebook: {type(exc).__name__}: {str(exc)[:200]}"
-        return None
+        return None, f"not a valid Jupyter notebook: {type(exc).__name__}: {str(exc)[:200]}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -58,14 +59,14 @@ _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
 
 def sortable_name(r: SubmissionResult) -> str:
     """``Last, First`` as Canvas sorts students, or what is known of the name."""
-    if r.last_name and r.first_name:
-        return f"{r.last_name}, {r.first_name}"
-    return r.last_name or r.first_name or r.student
+    if r.identity.last_name and r.identity.first_name:
+        return f"{r.identity.last_name}, {r.identity.first_name}"
+    return r.identity.last_name or r.identity.first_name or r.student
 
 
 def full_name(r: SubmissionResult) -> str:
     """``First Last``, or the student id when the name is not known."""
-    return " ".join(p for p in (r.first_name, r.last_name) if p) or r.student
+    return " ".join(p for p in (r.identity.first_name, r.identity.last_name) if p) or r.student
 
 
 @dataclass
@@ -113,25 +114,14 @@ def canvas_sheet(rows: list[SubmissionResult], title: str, roster: Roster | None
     if roster.kind != "canvas":
         raise ValueError("a Canvas export needs a Canvas gradebook export as its roster")
     header = list(roster.header)
-    col = canvas_column(header, title)
-    table = [list(r) for r in roster.rows]
-    if col is None:
-        header.append(title)
-        col = len(header) - 1
-    id_col = 1
-    done = set()
+    col = _column(header, canvas_column(header, title), title)
+    table, absent = _fill(
+        roster, header, by_id, lambda line: line[1], lambda r: {col: number(r.score)}
+    )
     for line in table:
-        line.extend([""] * (len(header) - len(line)))
         if line and "points possible" in line[0].lower():
             line[col] = points
-            continue
-        uid = line[id_col].strip() if len(line) > id_col else ""
-        if uid in by_id:
-            line[col] = number(by_id[uid].score)
-            done.add(uid)
-    skipped += [
-        f"{by_id[u].student} (Canvas id {u} is not in the roster)" for u in by_id if u not in done
-    ]
+    skipped += [f"{by_id[u].student} (Canvas id {u} is not in the roster)" for u in absent]
     return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
 
 
@@ -166,7 +156,7 @@ def moodle_sheet(
             [
                 f"Participant {pid}",
                 full_name(row),
-                row.email or "",
+                row.identity.email or "",
                 number(row.score),
                 number(row.max_score),
                 stamp,
@@ -178,29 +168,18 @@ def moodle_sheet(
     if roster.kind != "moodle":
         raise ValueError("a Moodle export needs a Moodle grading worksheet as its roster")
     header = list(roster.header)
-    cols = {}
-    for name in ("Identifier", "Grade", "Last modified (grade)", "Feedback comments"):
-        col = roster.column(name)
-        if col is None:
-            header.append(name)
-            col = len(header) - 1
-        cols[name] = col
-    table, done = [list(r) for r in roster.rows], set()
-    for line in table:
-        line.extend([""] * (len(header) - len(line)))
-        pid = line[cols["Identifier"]].strip().rsplit(" ", 1)[-1]
-        row = by_id.get(pid)
-        if row is None:
-            continue
-        line[cols["Grade"]] = number(row.score)
-        line[cols["Last modified (grade)"]] = stamp
-        line[cols["Feedback comments"]] = _comment(row)
-        done.add(pid)
-    skipped += [
-        f"{by_id[p].student} (Participant {p} is not in the worksheet)"
-        for p in by_id
-        if p not in done
-    ]
+    ident, grade, when, comment = (
+        _column(header, roster.column(name), name)
+        for name in ("Identifier", "Grade", "Last modified (grade)", "Feedback comments")
+    )
+    table, absent = _fill(
+        roster,
+        header,
+        by_id,
+        lambda line: line[ident].strip().rsplit(" ", 1)[-1],
+        lambda r: {grade: number(r.score), when: stamp, comment: _comment(r)},
+    )
+    skipped += [f"{by_id[p].student} (Participant {p} is not in the worksheet)" for p in absent]
     return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
 
 
@@ -223,26 +202,18 @@ def blackboard_sheet(
         raise ValueError("a Blackboard export needs a Grade Center download as its roster")
     header = list(roster.header)
     user_col = roster.column("Username")
-    col = next(
-        (
-            i
-            for i, cell in enumerate(header)
-            if cell.strip().split(" [", 1)[0].split("|")[0].strip() == title
-        ),
-        None,
+    titled = (i for i, cell in enumerate(header) if _blackboard_title(cell) == title)
+    col = _column(header, next(titled, None), f"{title} [Total Pts: {points} Score]")
+    table, absent = _fill(
+        roster, header, by_user, lambda line: line[user_col], lambda r: {col: number(r.score)}
     )
-    if col is None:
-        header.append(f"{title} [Total Pts: {points} Score]")
-        col = len(header) - 1
-    table, done = [list(r) for r in roster.rows], set()
-    for line in table:
-        line.extend([""] * (len(header) - len(line)))
-        user = line[user_col].strip()
-        if user in by_user:
-            line[col] = number(by_user[user].score)
-            done.add(user)
-    skipped += [f"{u} (not in the Grade Center download)" for u in by_user if u not in done]
+    skipped += [f"{u} (not in the Grade Center download)" for u in absent]
     return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
+
+
+def _blackboard_title(cell: str) -> str:
+    """A Grade Center column's title, without its points and ``|column id``."""
+    return cell.strip().split(" [", 1)[0].split("|")[0].strip()
 
 
 def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
@@ -250,10 +221,10 @@ def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
     table = [
         [
             r.student,
-            r.first_name or "",
-            r.last_name or "",
-            r.email or "",
-            r.lms_user_id or "",
+            r.identity.first_name or "",
+            r.identity.last_name or "",
+            r.identity.email or "",
+            r.identity.lms_user_id or "",
             number(r.score),
             number(r.max_score),
             r.status.value,
@@ -272,7 +243,7 @@ def _index(
     """Rows by LMS id; the students without a usable one are listed as skipped."""
     out, skipped = {}, []
     for row in rows:
-        ident = (row.lms_user_id or "").strip()
+        ident = (row.identity.lms_user_id or "").strip()
         if not ident or (numeric and not ident.isdigit()):
             skipped.append(f"{row.student} (no {what})")
         elif ident in out:
@@ -280,6 +251,39 @@ def _index(
         else:
             out[ident] = row
     return out, skipped
+
+
+def _column(header: list[str], found: int | None, title: str) -> int:
+    """``found``, or the index of a column ``title`` added at the end of ``header``."""
+    if found is None:
+        header.append(title)
+        return len(header) - 1
+    return found
+
+
+def _fill(
+    roster: Roster,
+    header: list[str],
+    by_id: dict[str, SubmissionResult],
+    ident: Callable[[list[str]], str],
+    values: Callable[[SubmissionResult], dict[int, str]],
+) -> tuple[list[list[str]], list[str]]:
+    """The roster's rows, padded to ``header``, each student's cells filled in.
+
+    ``ident`` gives a row's LMS id, ``values`` the cells of the result with that id, by
+    column.  Returns the rows, and the ids of ``by_id`` that no row has.
+    """
+    table, done = [list(r) for r in roster.rows], set()
+    for line in table:
+        line.extend([""] * (len(header) - len(line)))
+        uid = ident(line).strip()
+        row = by_id.get(uid)
+        if row is None:
+            continue
+        for col, value in values(row).items():
+            line[col] = value
+        done.add(uid)
+    return table, [uid for uid in by_id if uid not in done]
 
 
 def _comment(row: SubmissionResult) -> str:

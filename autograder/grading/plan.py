@@ -1,0 +1,143 @@
+"""What one ``grade`` run does with each student: keep the earlier result, record, or grade.
+
+:func:`plan` decides for the whole class at once, from the submissions as collected,
+the results earlier runs recorded, and the run's job.  It is pure: it reads no file,
+writes none, starts no kernel and changes nothing it is given.  Only the submissions
+whose earlier result is not kept are parsed as notebooks, so a resumed run does not
+read its unchanged notebooks again.  ``grade`` carries out each :class:`Decision`, and
+:meth:`Decision.recorded` is the result it records for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from autograder.grading.job import Job
+from autograder.grading.record import result_key
+from autograder.grading.results import Status, SubmissionResult
+from autograder.grading.students import identified
+from autograder.intake.collect import Submission
+from autograder.intake.validate import readable_notebook
+
+
+class Action(str, Enum):
+    """What a run does with one student's submission."""
+
+    KEEP = "keep"  #: the earlier result stands (recorded again when ``rerecord``)
+    RECORD = "record"  #: recorded as it is, without a worker: unreadable, or nothing sent
+    GRADE = "grade"  #: graded by a worker
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a run does with one student's submission, with what it needs to do it."""
+
+    action: Action
+    sub: Submission
+    key: str  #: what a result of this run is graded from (the earlier one's may differ)
+    earlier: SubmissionResult | None = None  #: what an earlier run recorded for the student
+    #: ``KEEP``: the earlier result, saying who the student is as known now; ``RECORD``:
+    #: the result to record (``invalid`` or ``missing``, with the reason)
+    result: SubmissionResult | None = None
+    #: ``KEEP``: record it again (its student is better known now, or an earlier run could
+    #: not put it in the gradebook)
+    rerecord: bool = False
+    job: Job | None = None  #: ``GRADE``: the worker's job
+
+    @property
+    def student(self) -> str:
+        return self.sub.student
+
+    def recorded(self, graded: SubmissionResult | None = None) -> SubmissionResult:
+        """The result to record: the kept one, or ``graded`` (the worker's; ``RECORD``: this
+        decision's) with this run's key, who the student is and the submission's flags first.
+
+        Neither ``graded`` nor this decision's result is changed.
+        """
+        if self.action is Action.KEEP:
+            assert self.result is not None
+            return self.result
+        fresh = graded if graded is not None else self.result
+        assert fresh is not None, "a graded decision is recorded with the worker's result"
+        flags = [*self.sub.flags, *fresh.flags]
+        return identified(replace(fresh, key=self.key, flags=flags), self.sub)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One decision per student, in the class's order."""
+
+    decisions: tuple[Decision, ...]
+
+    def of(self, action: Action) -> list[Decision]:
+        """The decisions to ``action``, in order."""
+        return [d for d in self.decisions if d.action is action]
+
+    @property
+    def jobs(self) -> list[Job]:
+        """The workers' jobs, in order."""
+        return [d.job for d in self.of(Action.GRADE) if d.job is not None]
+
+
+def plan(
+    submissions: Sequence[Submission],
+    earlier: Mapping[str, SubmissionResult | None],
+    job: Job,
+    template_hash: str,
+    *,
+    force: bool = False,
+) -> Plan:
+    """Decide, for each submission, whether its earlier result is kept, or it is recorded
+    as it is, or graded.
+
+    Parameters
+    ----------
+    submissions : the class, as collected
+    earlier : each student's result that an earlier run recorded (None, or absent: none)
+    job : the run's job; a graded submission's is a copy with its student and notebook
+    template_hash : the hash of the grading template (of the assignment's source)
+    force : grade again what an earlier run graded from the same key
+
+    Returns
+    -------
+    Plan
+        One decision per submission, in their order.
+
+    Notes
+    -----
+    A submission's key (:func:`~autograder.grading.record.result_key`) is what its
+    result is graded from: its bytes, the template and the job's limits.  The earlier
+    result is kept when the student sent nothing this time (a later download without
+    them) or when it was graded from the same key (unless ``force``).  What is not kept
+    is parsed: an unreadable notebook, or a student who sent nothing, is recorded as it
+    is (``invalid``, ``missing``); the rest is graded.
+    """
+    decisions = []
+    for sub in submissions:
+        key = result_key(sub, template_hash, job.cell_timeout, job.sandbox)
+        decisions.append(_decide(sub, earlier.get(sub.student), key, job, force))
+    return Plan(tuple(decisions))
+
+
+def _decide(
+    sub: Submission, earlier: SubmissionResult | None, key: str, job: Job, force: bool
+) -> Decision:
+    """One student's decision (see :func:`plan`)."""
+    if earlier is not None and (
+        (sub.missing and earlier.status is not Status.MISSING) or (not force and earlier.key == key)
+    ):
+        kept = identified(earlier, sub)
+        again = kept != earlier or not earlier.in_gradebook
+        return Decision(Action.KEEP, sub, key, earlier, kept, rerecord=again)
+    data, problem = readable_notebook(sub)
+    if data is None:
+        status = Status.MISSING if sub.missing else Status.INVALID
+        result = SubmissionResult(sub.student, job.assignment, status, problem or "unreadable")
+        return Decision(Action.RECORD, sub, key, earlier, result)
+    graded = replace(job, student=sub.student, data=data)
+    return Decision(Action.GRADE, sub, key, earlier, job=graded)

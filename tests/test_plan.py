@@ -1,0 +1,296 @@
+"""`plan`: what a grade run does with each student, decided with no kernel and no file.
+
+Every branch: an earlier result kept (unchanged, or the student sent nothing this time),
+kept and recorded again (better known now, or never in the gradebook), recorded as it is
+(unreadable, nothing sent), graded (new, changed, forced); and what is kept is not parsed.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime, timezone
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder.grading import plan as plan_module
+from autograder.grading.job import Job
+from autograder.grading.plan import Action, Decision, plan
+from autograder.grading.record import result_key
+from autograder.grading.results import Status, SubmissionResult
+from autograder.intake.collect import Submission
+from autograder.intake.records import Identity
+
+#: The run's job: what every graded submission's job copies (no file is looked at).
+JOB = Job(
+    assignment="mini",
+    student="",
+    notebook="mini",
+    data=b"",
+    template=Path("/nonexistent/templates/mini"),
+    scratch_root=Path("/nonexistent/scratch"),
+    cell_timeout=10,
+    notebook_timeout=60,
+    sandbox=True,
+)
+TEMPLATE_HASH = "4bb79ca69cd2bcfc"
+NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1", id="c0")])).encode()
+NOT_JSON = b"{this is not json"
+
+
+def submission(student: str, data: bytes | None = NB, **fields) -> Submission:
+    return Submission(student, f"{student}.ipynb", data, **fields)
+
+
+def missing(student: str, **fields) -> Submission:
+    """A roster's student who sent nothing, as the intake makes them."""
+    return Submission(student, student, None, "no submission", missing=True, **fields)
+
+
+def key(sub: Submission, template_hash: str = TEMPLATE_HASH) -> str:
+    return result_key(sub, template_hash, JOB.cell_timeout, JOB.sandbox)
+
+
+def earlier(sub: Submission, status: Status = Status.GRADED, **fields) -> SubmissionResult:
+    """What an earlier run recorded for ``sub``'s student: graded from the same key."""
+    fields = {"key": key(sub), "in_gradebook": True, **fields}
+    return SubmissionResult(sub.student, "mini", status, score=3.0, max_score=4.0, **fields)
+
+
+def decide(
+    sub: Submission, before: SubmissionResult | None = None, *, force: bool = False
+) -> Decision:
+    """The one decision ``plan`` makes for a class of ``sub`` alone."""
+    (decision,) = plan([sub], {sub.student: before}, JOB, TEMPLATE_HASH, force=force).decisions
+    return decision
+
+
+# ---------------------------------------------------------------------------------------
+# Kept
+# ---------------------------------------------------------------------------------------
+
+
+def test_an_unchanged_submission_keeps_its_result_and_is_not_recorded_again():
+    sub = submission("alice")
+    before = earlier(sub)
+
+    decision = decide(sub, before)
+
+    assert decision.action is Action.KEEP and decision.rerecord is False
+    assert decision.result == before and decision.earlier is before
+    assert decision.job is None and decision.key == before.key
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["", "force"])
+def test_a_student_this_download_lacks_keeps_the_grade_an_earlier_one_gave(force):
+    sub = missing("alice")
+    before = earlier(submission("alice"))  # graded from the earlier download's notebook
+    assert before.key != key(sub)
+
+    decision = decide(sub, before, force=force)
+
+    assert decision.action is Action.KEEP and decision.result == before
+    assert decision.rerecord is False
+
+
+def test_a_student_better_known_now_is_recorded_again_and_the_earlier_result_is_unchanged():
+    when = datetime(2026, 11, 30, 23, 1, 2, tzinfo=timezone.utc)
+    sub = submission(
+        "alice",
+        identity=Identity("5531", "Jane", None, "jane@uni.edu"),
+        timestamp=when,
+        late=True,
+    )
+    before = earlier(sub, identity=Identity("5531", last_name="Doe"))
+    as_recorded = copy.deepcopy(before)
+
+    decision = decide(sub, before)
+
+    assert decision.action is Action.KEEP and decision.rerecord is True
+    assert decision.result.identity == Identity("5531", "Jane", "Doe", "jane@uni.edu")
+    assert (decision.result.timestamp, decision.result.late) == (when.isoformat(), True)
+    assert decision.result.score == 3.0 and decision.result.key == before.key
+    assert before == as_recorded  # plan changes nothing it is given
+
+
+def test_a_result_that_never_reached_the_gradebook_is_recorded_again():
+    sub = submission("alice")
+    before = earlier(sub, in_gradebook=False)
+
+    decision = decide(sub, before)
+
+    assert decision.action is Action.KEEP and decision.rerecord is True
+    assert decision.result == before
+
+
+def test_a_kept_submission_is_not_parsed(monkeypatch):
+    parsed, check = [], plan_module.readable_notebook
+
+    def readable(sub):  # the real check, watched
+        parsed.append(sub.student)
+        return check(sub)
+
+    monkeypatch.setattr(plan_module, "readable_notebook", readable)
+    kept = submission("alice", NOT_JSON)  # not a notebook, yet unchanged since it was graded
+    new = submission("bob")
+
+    decided = plan([kept, new], {"alice": earlier(kept)}, JOB, TEMPLATE_HASH)
+
+    assert [d.action for d in decided.decisions] == [Action.KEEP, Action.GRADE]
+    assert parsed == ["bob"]
+    assert kept.problem is None
+
+
+# ---------------------------------------------------------------------------------------
+# Graded
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_new_submission_is_graded_by_a_copy_of_the_runs_job():
+    sub = submission("alice")
+
+    decision = decide(sub)
+
+    assert decision.action is Action.GRADE and decision.result is None
+    job = decision.job
+    assert (job.student, job.data) == ("alice", nbformat.writes(nbformat.reads(NB, 4)).encode())
+    assert job.template == JOB.template and job.cell_timeout == JOB.cell_timeout
+    assert decision.key == key(sub) and decision.earlier is None
+
+
+def test_force_grades_an_unchanged_submission_again():
+    sub = submission("alice")
+    before = earlier(sub)
+
+    decision = decide(sub, before, force=True)
+
+    assert decision.action is Action.GRADE and decision.earlier is before
+
+
+@pytest.mark.parametrize("change", ["notebook", "template"])
+def test_a_changed_key_grades_the_submission_again(change):
+    sub = submission("alice")
+    if change == "notebook":  # the student sent a new notebook
+        before = earlier(submission("alice", NB.replace(b"x = 1", b"x = 2")))
+    else:  # the assignment's source changed since
+        before = earlier(sub, key=key(sub, template_hash="0" * 16))
+
+    decision = decide(sub, before)
+
+    assert decision.action is Action.GRADE and decision.key != before.key
+
+
+# ---------------------------------------------------------------------------------------
+# Recorded as it is
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "problem", "reason"),
+    [
+        (NOT_JSON, None, "not a valid Jupyter notebook: "),
+        (b"\x89PNG\r\n\x1a\n", None, "the file is not UTF-8 text (not a notebook)"),
+        (None, "the notebook file is empty", "the notebook file is empty"),
+        (None, "is not a regular file", "is not a regular file"),
+    ],
+)
+def test_an_unreadable_submission_is_recorded_invalid_with_its_reason(data, problem, reason):
+    sub = submission("alice", data, problem=problem)
+
+    decision = decide(sub)
+
+    assert decision.action is Action.RECORD and decision.job is None
+    result = decision.result
+    assert (result.student, result.assignment, result.status) == ("alice", "mini", Status.INVALID)
+    assert result.reason.startswith(reason)
+    assert sub.problem == problem  # the submission itself is not changed
+
+
+def test_a_changed_submission_now_unreadable_is_recorded_invalid():
+    before = earlier(submission("alice"))
+
+    decision = decide(submission("alice", NOT_JSON), before)
+
+    assert decision.action is Action.RECORD and decision.result.status is Status.INVALID
+    assert decision.earlier is before  # what it stored in submitted/ is known from it
+
+
+def test_a_student_who_sent_nothing_and_has_no_earlier_result_is_recorded_missing():
+    decision = decide(missing("carol", identity=Identity("600", "Rita", "Roe")))
+
+    assert decision.action is Action.RECORD
+    assert (decision.result.status, decision.result.reason) == (Status.MISSING, "no submission")
+
+
+def test_a_student_still_missing_keeps_that_result_unless_forced():
+    sub = missing("carol")
+    before = earlier(sub, Status.MISSING)
+
+    assert decide(sub, before).action is Action.KEEP
+    assert decide(sub, before, force=True).action is Action.RECORD
+
+
+# ---------------------------------------------------------------------------------------
+# The whole class
+# ---------------------------------------------------------------------------------------
+
+
+def test_one_decision_per_student_in_the_class_order_and_the_jobs_in_that_order():
+    subs = [submission("alice"), missing("bob"), submission("carol", NOT_JSON), submission("dan")]
+    recorded = {"alice": earlier(subs[0]), "bob": None}
+
+    decided = plan(subs, recorded, JOB, TEMPLATE_HASH)
+
+    assert [(d.student, d.action) for d in decided.decisions] == [
+        ("alice", Action.KEEP),
+        ("bob", Action.RECORD),
+        ("carol", Action.RECORD),
+        ("dan", Action.GRADE),
+    ]
+    assert [job.student for job in decided.jobs] == ["dan"]
+    assert [d.student for d in decided.of(Action.RECORD)] == ["bob", "carol"]
+    assert all(s.flags == [] and s.ignored == [] for s in subs)
+
+
+# ---------------------------------------------------------------------------------------
+# What is recorded for each decision
+# ---------------------------------------------------------------------------------------
+
+
+def test_a_graded_result_is_recorded_with_the_runs_key_the_student_and_the_intakes_flags_first():
+    when = datetime(2026, 11, 30, 23, 1, 2, tzinfo=timezone.utc)
+    sub = submission(
+        "alice", flags=["other-name: graded a.ipynb"], identity=Identity("5531"), timestamp=when
+    )
+    decision = decide(sub)
+    graded = SubmissionResult("alice", "mini", Status.GRADED, score=4.0, flags=["killed"])
+    as_returned = copy.deepcopy(graded)
+
+    result = decision.recorded(graded)
+
+    assert result.key == key(sub) and result.identity == Identity("5531")
+    assert result.flags == ["other-name: graded a.ipynb", "killed"]
+    assert (result.timestamp, result.score) == (when.isoformat(), 4.0)
+    assert graded == as_returned  # the worker's result is not changed
+
+
+def test_an_unreadable_submission_is_recorded_with_its_flags_and_the_runs_key():
+    sub = submission("alice", NOT_JSON, flags=["kept: submitted/alice/mini/mini.ipynb ..."])
+    decision = decide(sub)
+
+    result = decision.recorded()
+
+    assert (result.status, result.key, result.flags) == (Status.INVALID, key(sub), sub.flags)
+    assert decision.result.key == "" and decision.result.flags == []  # the plan's is unchanged
+
+
+def test_a_kept_result_is_recorded_as_kept_with_its_own_key():
+    sub = missing("alice", identity=Identity("5531", "Jane"))
+    before = earlier(submission("alice"))
+
+    result = decide(sub, before).recorded()
+
+    assert result.key == before.key != key(sub)
+    assert result.identity == Identity("5531", "Jane") and result.flags == before.flags
