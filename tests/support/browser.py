@@ -13,12 +13,12 @@ import re
 import secrets
 import shutil
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, Playwright, expec
 
 from autograder.course import load_config
 from autograder.lab import lab_environment, start_lab
-from support.processes import end_session, free_port
+from support.processes import end_session, free_port, wait_until_answers
 
 CHROMIUM = Path("/usr/bin/chromium")
 # What works here as root, with no network and no GPU; the profile is a fresh folder.
@@ -161,20 +161,6 @@ class LabServer:
         end_session(self.process)
 
 
-def _wait_until_up(server: LabServer, timeout: float) -> bool:
-    """Poll ``/api/status`` until the server answers; False if it died or timed out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            return False
-        try:
-            server.api("GET", "api/status", timeout=5)
-            return True
-        except (OSError, urllib.error.URLError, ValueError):
-            time.sleep(0.2)  # polling interval while the server boots, not a state wait
-    return False
-
-
 def learner_python() -> Path:
     """The interpreter of the learner's environment (``.venv-learner``, which ``make test``
     and ``make lab`` build with only the lessons' packages)."""
@@ -247,7 +233,11 @@ def start_lab_server(
                 server.stop()
                 raise
             while_starting = None
-        if _wait_until_up(server, SERVER_START_TIMEOUT):
+        if wait_until_answers(
+            server.process,
+            partial(server.api, "GET", "api/status", timeout=5),
+            SERVER_START_TIMEOUT,
+        ):
             return server
         server.stop()
     raise RuntimeError(f"JupyterLab did not start (twice); last log:\n{server.log_tail()}")

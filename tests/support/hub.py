@@ -22,20 +22,20 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import psutil
 
 from autograder.lab import LEARNER_CONFIG
-from support.processes import end_session, free_port
+from support.processes import end_session, free_port, wait_until_answers
 
 BIN = Path(sys.executable).parent
 #: ``configurable-http-proxy``, installed by ``make`` into the virtual environment.
@@ -364,20 +364,6 @@ class UserServer:
         return self.hub.api(method, f"{self.prefix}/{path.lstrip('/')}", body, timeout)
 
 
-def _wait_until_up(hub: Hub, timeout: float) -> bool:
-    """Poll the hub's API through the proxy until it answers; False if it died or timed out."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if hub.process.poll() is not None:
-            return False
-        try:
-            hub.api("GET", "hub/api/", timeout=5)
-            return True
-        except (OSError, urllib.error.URLError, ValueError):
-            time.sleep(0.2)  # polling interval while the hub boots, not a state wait
-    return False
-
-
 def start_hub(root: Path, config_text_for: Any) -> Hub:
     """Start ``jupyterhub`` in ``root`` with the config ``config_text_for(ports, token)``.
 
@@ -400,7 +386,9 @@ def start_hub(root: Path, config_text_for: Any) -> Hub:
                 start_new_session=True,
             )
         hub = Hub(process, ports["hub"], token, log_path)
-        if _wait_until_up(hub, HUB_START_TIMEOUT):
+        if wait_until_answers(
+            hub.process, partial(hub.api, "GET", "hub/api/", timeout=5), HUB_START_TIMEOUT
+        ):
             return hub
         hub.stop()
     raise RuntimeError(f"JupyterHub did not start (twice); last log:\n{hub.log_tail()}")

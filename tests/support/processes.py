@@ -1,4 +1,5 @@
-"""Processes a test starts: a free port for it, and a clean stop of it and its children."""
+"""Processes a test starts: a free port for it, waiting until it answers, and a clean stop
+of it and its children."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import os
 import signal
 import socket
 import subprocess
+import time
+import urllib.error
+from collections.abc import Callable
 
 
 def free_port() -> int:
@@ -13,6 +17,23 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def wait_until_answers(
+    process: subprocess.Popen, ask: Callable[[], object], timeout: float
+) -> bool:
+    """Call ``ask`` until it returns without a network error; False if ``process`` died or
+    ``timeout`` seconds passed first (a server that is still booting refuses or stalls)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        try:
+            ask()
+            return True
+        except (OSError, urllib.error.URLError, ValueError):
+            time.sleep(0.2)  # polling interval while the server boots, not a state wait
+    return False
 
 
 def end_session(process: subprocess.Popen, grace: float = 20.0) -> None:
