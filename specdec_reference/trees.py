@@ -403,7 +403,7 @@ def best_tree(rates: Sequence[float], budget: int) -> list[int]:
     [-1, 0, 0, 0, 1, 2]
     """
     rates = [float(r) for r in rates]
-    if any(b > a for a, b in zip(rates, rates[1:])):
+    if any(b > a for a, b in zip(rates, rates[1:], strict=False)):
         raise ValueError("rates must be non-increasing")
     parents = [-1]
     score = [1.0]
@@ -642,7 +642,7 @@ def multi_draft_distribution(
     q = np.asarray(q, dtype=np.float64)
     out = np.zeros_like(p)
     alive, current = 1.0, p
-    for j in range(operator.index(m)):
+    for _ in range(operator.index(m)):
         test = p if mistake == "any" else current
         accepted = np.minimum(test, q)  # q(x) min(1, test(x) / q(x))
         out += alive * accepted

@@ -25,23 +25,29 @@ def test_the_reference_passes_every_helper(models):
         tokens = [int(x) for x in rng.integers(0, 3, len(parents))]
         best = [int(x) for x in rng.integers(0, 3, len(parents))]
         e7_5.check_greedy_verify_tree(trees.greedy_verify_tree, tokens, parents, best)
-    e7_5.check_multi_draft_node(trees.multi_draft_accept, P, Q, 3, draws=4000, seed=1,
-                                failure_prob=1e-6)
+    e7_5.check_multi_draft_node(
+        trees.multi_draft_accept, P, Q, 3, draws=4000, seed=1, failure_prob=1e-6
+    )
     e7_5.check_multi_draft_edges(trees.multi_draft_accept, 2)
-    e7_5.check_verify_tree_paths(trees.verify_tree, target, draft, prompt="def ",
-                                 widths=(3, 2), passes=30, seed=3)
-    e7_5.check_greedy_tree_decoding(trees.greedy_verify_tree, target, draft, prompt="def ",
-                                    n=40, widths=(2, 2))
+    e7_5.check_verify_tree_paths(
+        trees.verify_tree, target, draft, prompt="def ", widths=(3, 2), passes=30, seed=3
+    )
+    e7_5.check_greedy_tree_decoding(
+        trees.greedy_verify_tree, target, draft, prompt="def ", n=40, widths=(2, 2)
+    )
     e7_5.check_tree_expected_tokens(trees.tree_expected_tokens, [-1, 0, 0, 1], [0.5, 0.3])
     e7_5.check_chain_or_tree(trees.chain_or_tree, [0.5, 0.3, 0.1], 8)
 
 
-@pytest.mark.parametrize("mistake, words", [
-    ("any", "any-candidate rule"), ("unchained", "original p"), ("from-p", "resampling from p")])
+@pytest.mark.parametrize(
+    "mistake, words",
+    [("any", "any-candidate rule"), ("unchained", "original p"), ("from-p", "resampling from p")],
+)
 def test_the_node_check_names_each_mutant(mistake, words):
     with pytest.raises(AssertionError, match=words):
-        e7_5.check_multi_draft_node(mutant_accept(mistake), P, Q, 3, draws=4000, seed=1,
-                                    failure_prob=1e-6)
+        e7_5.check_multi_draft_node(
+            mutant_accept(mistake), P, Q, 3, draws=4000, seed=1, failure_prob=1e-6
+        )
 
 
 def test_the_mask_check_names_the_causal_and_sibling_masks():
@@ -64,8 +70,9 @@ def test_the_mask_check_names_the_causal_and_sibling_masks():
 
 def test_the_sequence_check_passes_the_reference_and_names_the_any_rule(models):
     target, draft = models
-    kwargs = dict(prompt="import ", widths=(3, 2), temperature=1.0, runs=3000, seed=7,
-                  failure_prob=1e-6)
+    kwargs = dict(
+        prompt="import ", widths=(3, 2), temperature=1.0, runs=3000, seed=7, failure_prob=1e-6
+    )
     e7_5.check_tree_sequence_distribution(trees.verify_tree, target, draft, **kwargs)
     with pytest.raises(AssertionError, match="any-candidate"):
         e7_5.check_tree_sequence_distribution(mutant_verify("any"), target, draft, **kwargs)

@@ -35,8 +35,12 @@ def random_parents(rng: np.random.Generator, n: int) -> list[int]:
 
 @pytest.mark.parametrize(
     "parents, depths",
-    [([-1], [0]), ([-1, 0, 1, 2], [0, 1, 2, 3]), ([-1, 0, 0, 0], [0, 1, 1, 1]),
-     ([-1, 0, 0, 1, 1, 2], [0, 1, 1, 2, 2, 2])],
+    [
+        ([-1], [0]),
+        ([-1, 0, 1, 2], [0, 1, 2, 3]),
+        ([-1, 0, 0, 0], [0, 1, 1, 1]),
+        ([-1, 0, 0, 1, 1, 2], [0, 1, 1, 2, 2, 2]),
+    ],
 )
 def test_depths_are_path_lengths_not_indices(parents, depths):
     assert trees.tree_depths(parents) == depths
@@ -197,7 +201,7 @@ def test_verify_tree_returns_the_path_and_one_more_token(models):
         tokens, parents = tree
         assert len(emitted) == len(path) + 1
         assert [tokens[v] for v in path] == emitted[:-1]
-        assert all(parents[b] == a for a, b in zip([0, *path], path))
+        assert all(parents[b] == a for a, b in zip([0, *path], path, strict=False))
 
 
 def test_a_tree_of_only_the_root_emits_one_target_token():
@@ -221,8 +225,9 @@ def test_greedy_verify_tree_is_the_longest_matching_path(seed):
     assert emitted == [tokens[v] for v in path] + [best[node]]
 
 
-@pytest.mark.parametrize("prompt, widths", [("def ", (2, 2, 1)), ("import ", (3, 1)),
-                                            ("    return ", (1, 1, 1, 1))])
+@pytest.mark.parametrize(
+    "prompt, widths", [("def ", (2, 2, 1)), ("import ", (3, 1)), ("    return ", (1, 1, 1, 1))]
+)
 def test_tree_decoding_at_temperature_zero_is_greedy_decoding(models, prompt, widths):
     target, draft = models
     context = ngram.encode(prompt)
@@ -236,7 +241,7 @@ def mutant_verify(mistake):
 
     def verify(tree, p_rows, q_rows, rng):
         tokens, parents = tree
-        kids = [[c for c in range(len(parents)) if c and parents[c] == i] for i in range(len(parents))]
+        kids = [[c for c in range(1, len(parents)) if parents[c] == i] for i in range(len(parents))]
         node, emitted, path = 0, [], []
         while kids[node]:
             token, index = accept(p_rows[node], q_rows[node], [tokens[c] for c in kids[node]], rng)
@@ -261,7 +266,9 @@ def sequence_counts(models, verify, runs, seed, prompt="import ", widths=(3, 2),
         text = ngram.decode(out)
         counts[text] = counts.get(text, 0) + 1
     exact = decoding.prefix_distribution(target, context, 2, temperature)
-    probs = {ngram.decode(ix): float(exact[ix]) for ix in zip(*np.nonzero(exact >= 1e-4))}
+    probs = {
+        ngram.decode(ix): float(exact[ix]) for ix in zip(*np.nonzero(exact >= 1e-4), strict=True)
+    }
     return counts, probs
 
 

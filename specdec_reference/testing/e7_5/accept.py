@@ -60,19 +60,22 @@ def check_multi_draft_node(
 ) -> None:
     """Fail unless ``draws`` calls with ``m`` fresh candidates from ``q`` emit ``p``.
 
-    One ``np.random.default_rng(seed)`` draws the candidates and is passed to ``fn``;
+    One ``np.random.default_rng(seed)`` first draws every call's candidates (one
+    ``(draws, m)`` array, so each call's are i.i.d. from ``q``), then is passed to ``fn``;
     the token counts go to the L1 check with McDiarmid's bound
     (:func:`~specdec_reference.testing.e7_4.check_distribution`), and a distribution
     nearer to a mistake's exact one names it.
     """
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     rng = np.random.default_rng(seed)
-    call = (f"multi_draft_accept(p, q, candidates, rng) with p = {_show(p.round(3))}, q = "
-            f"{_show(q.round(3))} and {m} candidates drawn from q, over {draws} calls sharing "
-            f"np.random.default_rng({seed})")
+    call = (
+        f"multi_draft_accept(p, q, candidates, rng) with p = {_show(p.round(3))}, q = "
+        f"{_show(q.round(3))} and {m} candidates drawn from q, over {draws} calls sharing "
+        f"np.random.default_rng({seed})"
+    )
     counts: dict[int, int] = {}
-    for _ in range(draws):
-        candidates = [int(x) for x in rng.choice(len(q), size=m, p=q)]
+    drawn = rng.choice(len(q), size=(draws, m), p=q).tolist()  # every call's candidates
+    for candidates in drawn:
         got = call_or_fail(fn, p.copy(), q.copy(), list(candidates), rng, call=call)
         token, _ = _result(got, call, candidates)
         counts[token] = counts.get(token, 0) + 1
@@ -80,9 +83,15 @@ def check_multi_draft_node(
         name: (dict(enumerate(trees.multi_draft_distribution(p, q, m, key).tolist())), advice)
         for key, (name, advice) in MISTAKES.items()
     }
-    check_distribution(counts, dict(enumerate(p.tolist())), call=call,
-                       failure_prob=failure_prob, label="token", min_prob=0.005,
-                       mistakes=mistakes)
+    check_distribution(
+        counts,
+        dict(enumerate(p.tolist())),
+        call=call,
+        failure_prob=failure_prob,
+        label="token",
+        min_prob=0.005,
+        mistakes=mistakes,
+    )
 
 
 def check_multi_draft_edges(fn: Callable[..., Any], seed: int) -> None:
@@ -97,8 +106,9 @@ def check_multi_draft_edges(fn: Callable[..., Any], seed: int) -> None:
         for _ in range(20):
             cands = [int(x) for x in rng.choice(6, size=m, p=q)]
             call = f"multi_draft_accept(p={p.tolist()}, q={q.tolist()}, {cands}, rng)"
-            token, index = _result(call_or_fail(fn, p.copy(), q.copy(), cands, rng, call=call),
-                                   call, cands)
+            token, index = _result(
+                call_or_fail(fn, p.copy(), q.copy(), cands, rng, call=call), call, cands
+            )
             if index is not None or p[token] == 0:
                 raise AssertionError(
                     f"{call} returned ({token}, {index}): p and q have disjoint supports, so "
@@ -114,8 +124,11 @@ def check_multi_draft_edges(fn: Callable[..., Any], seed: int) -> None:
                     "p(x)/q(x) is 1, so the first candidate is always accepted."
                 )
     call = "multi_draft_accept([0, 1], [0.5, 0.5], [], rng)"
-    got = _result(call_or_fail(fn, np.array([0.0, 1.0]), np.array([0.5, 0.5]), [], rng,
-                               call=call), call, [])
+    got = _result(
+        call_or_fail(fn, np.array([0.0, 1.0]), np.array([0.5, 0.5]), [], rng, call=call), call, []
+    )
     if got != (1, None):
-        raise AssertionError(f"{call} returned {got}, expected (1, None): with no candidates "
-                             "the token is drawn from p itself.")
+        raise AssertionError(
+            f"{call} returned {got}, expected (1, None): with no candidates "
+            "the token is drawn from p itself."
+        )

@@ -22,19 +22,24 @@ def check_tree_depths(fn: Callable[..., Any], parents: Sequence[int]) -> None:
     >>> check_tree_depths(lambda p: list(range(len(p))), [-1, 0, 0])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    AssertionError: tree_depths([-1, 0, 0]) returned [0, 1, 2], expected [0, 1, 1]... node indices...
+    AssertionError: tree_depths([-1, 0, 0]) returned [0, 1, 2]... node indices...
     """
     call = describe_call("tree_depths", list(parents))
     got = ints(call_or_fail(fn, list(parents), call=call), call, "a list of depths")
     expected = trees.tree_depths(parents)
-    check_equal(got, expected, call=call, mistakes={
-        "positions taken as node indices instead of depths": (
-            list(range(len(parents))),
-            "siblings share a position: a node's position is its parent's plus 1, so node i "
-            "sits at depths[parents[i]] + 1",
-        ),
-        "depths counted from 1": ([d + 1 for d in expected], "the root has depth 0"),
-    })
+    check_equal(
+        got,
+        expected,
+        call=call,
+        mistakes={
+            "positions taken as node indices instead of depths": (
+                list(range(len(parents))),
+                "siblings share a position: a node's position is its parent's plus 1, so node i "
+                "sits at depths[parents[i]] + 1",
+            ),
+            "depths counted from 1": ([d + 1 for d in expected], "the root has depth 0"),
+        },
+    )
 
 
 def _matrix(got: Any, n: int, call: str) -> list[list[bool]]:
@@ -81,9 +86,17 @@ def check_tree_attention_mask(fn: Callable[..., Any], parents: Sequence[int]) ->
         for a in range(n)
     ]
     hint = ""
-    if got == np.tril(np.ones((n, n), dtype=bool)).tolist():
-        hint = (" That is the sequence's causal mask (every earlier node), with which siblings "
-                "see each other: a node may see only itself and its ancestors")
+    causal = np.tril(np.ones((n, n), dtype=bool)).tolist()
+    if got == causal and got == siblings:  # a star: the two mistakes give the same mask
+        hint = (
+            " That is a mask letting siblings see each other, the sequence's causal mask "
+            "(every earlier node) on this tree: a node may see only itself and its ancestors"
+        )
+    elif got == causal:
+        hint = (
+            " That is the sequence's causal mask (every earlier node), with which siblings "
+            "see each other: a node may see only itself and its ancestors"
+        )
     elif got == siblings:
         hint = " That is a mask letting siblings see each other: keep only the ancestors"
     elif got == [list(r) for r in zip(*expected, strict=True)]:
@@ -92,6 +105,5 @@ def check_tree_attention_mask(fn: Callable[..., Any], parents: Sequence[int]) ->
         hint = " That is the mask without the diagonal: a node sees itself too"
     raise AssertionError(
         f"{call}: row {i} (what node {i} sees) is True at {shown}, expected {wanted}, node {i} "
-        f"and its ancestors.{hint}."
-        .replace("..", ".")
+        f"and its ancestors.{hint}.".replace("..", ".")
     )
