@@ -22,7 +22,12 @@ The hidden tests of the course score learners against these functions.
   ``draft``, ``generate``, ``speculative_decode``, ``measured_alpha``,
   ``tokens_per_pass``, ``prefix_distribution``);
 - :mod:`~specdec_reference.kvcache`: a key-value cache and the decoder that rolls it
-  back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``).
+  back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``);
+- :mod:`~specdec_reference.lookup`: prompt-lookup drafting, a draft without a model
+  (``prompt_lookup_draft``, ``deterministic_verify``, ``lookup_decode``);
+- :mod:`~specdec_reference.serving`: speculation in a server, the verification pass
+  priced by the roofline at a batch (``batch_step_time``, ``speculative_speedup``,
+  ``should_speculate``, ``break_even_batch``, ``adaptive_k``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
@@ -52,6 +57,7 @@ from .decoding import (
     with_temperature,
 )
 from .greedy import greedy_verify
+from .lookup import deterministic_verify, lookup_decode, prompt_lookup_draft
 from .roofline import (
     arithmetic_intensity,
     flops_per_token,
@@ -62,6 +68,13 @@ from .roofline import (
     weight_bytes,
 )
 from .sampling import empirical_acceptance, greedy_step, propose_and_test, speculative_step
+from .serving import (
+    adaptive_k,
+    batch_step_time,
+    break_even_batch,
+    should_speculate,
+    speculative_speedup,
+)
 
 __all__ = [
     "weight_bytes",
@@ -93,4 +106,12 @@ __all__ = [
     "measured_alpha",
     "tokens_per_pass",
     "prefix_distribution",
+    "prompt_lookup_draft",
+    "deterministic_verify",
+    "lookup_decode",
+    "batch_step_time",
+    "speculative_speedup",
+    "should_speculate",
+    "break_even_batch",
+    "adaptive_k",
 ]

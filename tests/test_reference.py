@@ -96,6 +96,14 @@ def test_public_api_is_exported_with_all():
             "verify_cost_ratio",
             "arithmetic_intensity",
             "greedy_verify",
+            "prompt_lookup_draft",
+            "deterministic_verify",
+            "lookup_decode",
+            "batch_step_time",
+            "speculative_speedup",
+            "should_speculate",
+            "break_even_batch",
+            "adaptive_k",
         ]
     )
     for name in ref.__all__:
