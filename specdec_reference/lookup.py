@@ -8,11 +8,10 @@ accepts with probability ``min(1, p(x) / 1) = p(x)``, and its residual
 ``max(0, p - q)`` is ``p`` with ``x`` removed; so the output still follows the target
 exactly (:func:`deterministic_verify`, :func:`lookup_decode`).
 
-Which earlier occurrence to copy from is a choice.  :func:`prompt_lookup_draft` tries
-the longest n-gram first and, among its occurrences, takes the **most recent** one.
-Saxena's code and Hugging Face's ``PromptLookupCandidateGenerator`` take the first
-(leftmost) occurrence that has a continuation, and vLLM's ``NgramProposer`` (v1) the
-earliest one of the longest match; exactness does not depend on the choice.
+:func:`prompt_lookup_draft` follows the three implementations: it tries the longest
+n-gram first and copies after its **earliest** (leftmost) earlier occurrence, as Saxena's
+``find_candidate_pred_tokens``, Hugging Face's ``PromptLookupCandidateGenerator`` and
+vLLM's ``NgramProposer`` (v1) do.  Exactness does not depend on which occurrence is taken.
 """
 
 from __future__ import annotations
@@ -49,9 +48,9 @@ def prompt_lookup_draft(
     -------
     list of int
         For the first ``n`` from ``max_ngram`` down to ``min_ngram`` whose last ``n``
-        tokens occur earlier in ``context``: the up-to-``k`` tokens after the most
-        recent such occurrence.  Fewer than ``k`` when the context ends sooner; empty
-        when no n-gram matches (or ``k = 0``).
+        tokens occur earlier in ``context``: the up-to-``k`` tokens after the earliest
+        (leftmost) such occurrence.  Fewer than ``k`` when the context ends sooner;
+        empty when no n-gram matches (or ``k = 0``).
 
     Raises
     ------
@@ -64,19 +63,22 @@ def prompt_lookup_draft(
     ``s + n < len(context)``: at least one token follows it, which leaves out the
     context's own last ``n`` tokens (``s = len(context) - n``).  Occurrences may
     overlap those last tokens (``"aaaa"`` matches ``"aaa"`` at 0).  Ties between
-    occurrences of the same ``n`` go to the largest ``s``, the most recent.
+    occurrences of the same ``n`` go to the smallest ``s``, the earliest, as in
+    Saxena's code [1]_, Hugging Face's ``PromptLookupCandidateGenerator`` [2]_ and
+    vLLM's ``NgramProposer`` [3]_.
 
     References
     ----------
     .. [1] A. Saxena, "Prompt Lookup Decoding", 2023,
        https://github.com/apoorvumang/prompt-lookup-decoding.
-    .. [2] Y. Leviathan, M. Kalman, Y. Matias, "Fast Inference from Transformers
-       via Speculative Decoding", ICML 2023, arXiv:2211.17192.
+    .. [2] Hugging Face Transformers, ``PromptLookupCandidateGenerator.get_candidates``,
+       src/transformers/generation/candidate_generator.py.
+    .. [3] vLLM, ``NgramProposer``, vllm/v1/spec_decode/ngram_proposer.py.
 
     Examples
     --------
-    >>> prompt_lookup_draft([1, 2, 3, 9, 1, 2, 3, 7, 1, 2, 3], 2)  # "1 2 3" twice: the later
-    [7, 1]
+    >>> prompt_lookup_draft([1, 2, 3, 9, 1, 2, 3, 7, 1, 2, 3], 2)  # "1 2 3" twice: the first
+    [9, 1]
     >>> prompt_lookup_draft([5, 6, 7], 4)  # nothing repeats
     []
     >>> prompt_lookup_draft([4, 1, 2, 8, 2], 3, max_ngram=2)  # "8 2" is new, "2" is not
@@ -93,8 +95,8 @@ def prompt_lookup_draft(
         return []
     for n in range(min(max_ngram, length - 1), min_ngram - 1, -1):
         tail = tokens[length - n :]
-        # Latest start first; s = length - n is the tail itself, with nothing after it.
-        for s in range(length - n - 1, -1, -1):
+        # Earliest start first; s = length - n is the tail itself, with nothing after it.
+        for s in range(length - n):
             if tokens[s : s + n] == tail:
                 return tokens[s + n : s + n + k]
     return []

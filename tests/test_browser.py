@@ -56,6 +56,9 @@ E7_3_SOURCE_NB = f"source/{E7_3}/accept_step.ipynb"
 E7_4 = "e7_4_end_to_end"
 E7_4_RELEASE_NB = f"release/{E7_4}/end_to_end.ipynb"
 E7_4_SOURCE_NB = f"source/{E7_4}/end_to_end.ipynb"
+E7_6 = "e7_6_serving"
+E7_6_RELEASE_NB = f"release/{E7_6}/serving.ipynb"
+E7_6_SOURCE_NB = f"source/{E7_6}/serving.ipynb"
 SCREENSHOTS = REPO / "reports" / "screenshots"
 
 ALWAYS = re.compile(r"always accepted")
@@ -82,7 +85,7 @@ def lab_server(course, tmp_path_factory):
         course,
         tmp_path_factory.mktemp("lab-run"),
         while_starting=lambda: [
-            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4)
+            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4, E7_6)
         ],
     )
     yield server
@@ -432,6 +435,18 @@ LESSONS = {
             "samplers = {": ("never-truncated target", "OUTSIDE"),
         },
         trace="recorded = Recording(",
+    ),
+    E7_6: Lesson(
+        E7_6_RELEASE_NB,
+        E7_6_SOURCE_NB,
+        frozenset({"prompt_lookup_draft", "deterministic_verify", "batch_step_time"})
+        | frozenset({"speculative_speedup", "should_speculate", "adaptive_k"}),
+        ("speedup", "server"),
+        {
+            "for name, sample in samplers.items():": ("your lookup_decode", "OUTSIDE"),
+            "tasks = {": ("lookup wins", "draft wins"),
+            "def simulate(": ("never slower than off",),
+        },
     ),
 }
 

@@ -38,7 +38,7 @@ from specdec_reference.testing import e7_4, e7_6
 
 
 def _brute_force(context, k, max_ngram, min_ngram):
-    """Every (n, start) with a token after it, ranked: longest n, then latest start."""
+    """Every (n, start) with a token after it, ranked: longest n, then earliest start."""
     found = [
         (n, s)
         for n in range(min_ngram, max_ngram + 1)
@@ -47,15 +47,17 @@ def _brute_force(context, k, max_ngram, min_ngram):
     ]
     if not found or k == 0:
         return []
-    n, s = max(found)
+    n, s = max(found, key=lambda found: (found[0], -found[1]))
     return context[s + n : s + n + k]
 
 
 @pytest.mark.parametrize(
     ("context", "k", "max_ngram", "min_ngram", "expected"),
     [
-        ([1, 2, 3, 9, 1, 2, 3, 7, 1, 2, 3], 2, 3, 1, [7, 1]),  # the most recent of two
-        ([1, 2, 3, 9, 1, 2, 3, 7, 1, 2, 3], 5, 3, 1, [7, 1, 2, 3]),  # k past the end
+        ([1, 2, 3, 9, 1, 2, 3, 7, 1, 2, 3], 2, 3, 1, [9, 1]),  # the first (earliest) of two
+        ([1, 2, 3, 9, 1, 2, 3, 7, 1, 2, 3], 9, 3, 1, [9, 1, 2, 3, 7, 1, 2, 3]),  # k past the end
+        ([1, 2, 9, 1, 2, 7, 1, 2], 3, 2, 1, [9, 1, 2]),  # earliest, not the most recent [7, 1, 2]
+        ([5, 1, 2, 1, 2], 2, 2, 1, [1, 2]),  # the earliest "1 2", then the last "1 2"
         ([5, 6, 7], 4, 3, 1, []),  # nothing repeats
         ([], 3, 3, 1, []),
         ([4], 3, 3, 1, []),
@@ -67,7 +69,7 @@ def _brute_force(context, k, max_ngram, min_ngram):
         ([7, 8, 9, 7, 8], 1, 1, 1, [9]),  # max_ngram 1: the last token only
     ],
 )
-def test_prompt_lookup_draft_copies_after_the_latest_longest_match(
+def test_prompt_lookup_draft_copies_after_the_earliest_longest_match(
     context, k, max_ngram, min_ngram, expected
 ):
     copy = list(context)
@@ -103,7 +105,7 @@ def test_prompt_lookup_draft_rejects_bad_arguments(k, max_ngram, min_ngram):
 @pytest.mark.parametrize(
     ("mutant", "name"),
     [
-        ("earliest", "the first (earliest) occurrence instead of the most recent"),
+        ("latest", "the most recent occurrence instead of the first (earliest)"),
         ("own", "including the current position as a match"),
         ("shortest", "trying the shortest n-gram first"),
     ],
@@ -115,7 +117,7 @@ def test_the_lookup_check_names_each_mistake(mutant, name):
             k,
             max_ngram,
             min_ngram,
-            latest=mutant != "earliest",
+            latest=mutant == "latest",
             own=mutant == "own",
             longest_first=mutant != "shortest",
         )

@@ -7,8 +7,8 @@ mistake behind it.  Expected values come from :mod:`specdec_reference.lookup` an
 :mod:`specdec_reference.serving`; the target model is lesson E7.4's
 (:func:`specdec_reference.testing.e7_4.models`).
 
-- :mod:`.lookup`: Part 1, ``prompt_lookup_draft`` and its mistakes (the first occurrence
-  instead of the most recent, the current position counted as a match...);
+- :mod:`.lookup`: Part 1, ``prompt_lookup_draft`` and its mistakes (the most recent
+  occurrence instead of the first, the current position counted as a match...);
 - :mod:`.verify`: Part 2, ``deterministic_verify`` draw by draw, and prompt-lookup
   decoding's output against the target's exact distribution;
 - :mod:`.roofline`: Parts 3 and 4, ``batch_step_time``, ``speculative_speedup`` (the

@@ -48,7 +48,44 @@ def check_verify_draws(
             "rejection one rng.choice(V, p=residual) and stop; after a fully accepted draft one "
             "rng.choice(V, p=last row)"
         ),
+        mistakes=draw_mistakes(p, drafted, seed),
     )
+
+
+def draw_mistakes(rows: np.ndarray, drafted: Sequence[int], seed: int) -> dict[str, Any]:
+    """The tokens of the two wrong accept steps for this seed, by name, with advice.
+
+    Examples
+    --------
+    >>> rows = np.array([[0.0, 1.0], [0.5, 0.5]])
+    >>> draw_mistakes(rows, [0], 0)["accepting every drafted token"][0][0]
+    0
+    """
+    p = np.asarray(rows, dtype=float)
+    drafted = [int(x) for x in drafted]
+    rng = np.random.default_rng(seed)
+    from_p: list[int] = []
+    for i, x in enumerate(drafted):
+        if rng.random() < p[i, x]:
+            from_p.append(x)
+            continue
+        from_p.append(int(rng.choice(p.shape[1], p=p[i])))
+        break
+    else:
+        from_p.append(int(rng.choice(p.shape[1], p=p[len(drafted)])))
+    rng = np.random.default_rng(seed)
+    always = drafted + [int(rng.choice(p.shape[1], p=p[len(drafted)]))]
+    return {
+        "resampling from p instead of p with x removed": (
+            from_p,
+            "after a rejection the residual max(0, p - q) is p with the drafted token x set "
+            "to 0, renormalized",
+        ),
+        "accepting every drafted token": (
+            always,
+            "accept x only if rng.random() < p(x), the target's probability of it",
+        ),
+    }
 
 
 def _decode(
