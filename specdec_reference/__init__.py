@@ -28,6 +28,11 @@ The hidden tests of the course score learners against these functions.
   ``tree_expected_tokens``, ``best_tree``, ``chain_or_tree``), and the tree drafter and
   decoder of lesson E7.5 (``draft_tree``, ``topk_tree``, ``tree_rows``, ``tree_decode``,
   ``multi_draft_distribution``).
+- :mod:`~specdec_reference.lookup`: prompt-lookup drafting, a draft without a model
+  (``prompt_lookup_draft``, ``deterministic_verify``, ``lookup_decode``);
+- :mod:`~specdec_reference.serving`: speculation in a server, the verification pass
+  priced by the roofline at a batch (``batch_step_time``, ``speculative_speedup``,
+  ``should_speculate``, ``break_even_batch``, ``adaptive_k``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
@@ -58,6 +63,7 @@ from .decoding import (
     with_temperature,
 )
 from .greedy import greedy_verify
+from .lookup import deterministic_verify, lookup_decode, prompt_lookup_draft
 from .roofline import (
     arithmetic_intensity,
     flops_per_token,
@@ -68,6 +74,13 @@ from .roofline import (
     weight_bytes,
 )
 from .sampling import empirical_acceptance, greedy_step, propose_and_test, speculative_step
+from .serving import (
+    adaptive_k,
+    batch_step_time,
+    break_even_batch,
+    should_speculate,
+    speculative_speedup,
+)
 from .trees import (
     best_tree,
     chain_or_tree,
@@ -117,4 +130,12 @@ __all__ = [
     "tree_expected_tokens",
     "best_tree",
     "chain_or_tree",
+    "prompt_lookup_draft",
+    "deterministic_verify",
+    "lookup_decode",
+    "batch_step_time",
+    "speculative_speedup",
+    "should_speculate",
+    "break_even_batch",
+    "adaptive_k",
 ]

@@ -59,6 +59,9 @@ E7_4_SOURCE_NB = f"source/{E7_4}/end_to_end.ipynb"
 E7_5 = "e7_5_token_trees"
 E7_5_RELEASE_NB = f"release/{E7_5}/token_trees.ipynb"
 E7_5_SOURCE_NB = f"source/{E7_5}/token_trees.ipynb"
+E7_6 = "e7_6_serving"
+E7_6_RELEASE_NB = f"release/{E7_6}/serving.ipynb"
+E7_6_SOURCE_NB = f"source/{E7_6}/serving.ipynb"
 SCREENSHOTS = REPO / "reports" / "screenshots"
 
 ALWAYS = re.compile(r"always accepted")
@@ -85,7 +88,7 @@ def lab_server(course, tmp_path_factory):
         course,
         tmp_path_factory.mktemp("lab-run"),
         while_starting=lambda: [
-            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4, E7_5)
+            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4, E7_5, E7_6)
         ],
     )
     yield server
@@ -454,6 +457,18 @@ LESSONS = {
                 "tokens per pass; alpha per depth",
                 "acceptance vector after 'def '",
             ),
+        },
+    ),
+    E7_6: Lesson(
+        E7_6_RELEASE_NB,
+        E7_6_SOURCE_NB,
+        frozenset({"prompt_lookup_draft", "deterministic_verify", "batch_step_time"})
+        | frozenset({"speculative_speedup", "should_speculate", "adaptive_k"}),
+        ("speedup", "server"),
+        {
+            "for name, sample in samplers.items():": ("your lookup_decode", "OUTSIDE"),
+            "tasks = {": ("lookup wins", "draft wins"),
+            "def simulate(": ("never slower than off",),
         },
     ),
 }
