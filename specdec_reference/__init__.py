@@ -22,7 +22,17 @@ The hidden tests of the course score learners against these functions.
   ``draft``, ``generate``, ``speculative_decode``, ``measured_alpha``,
   ``tokens_per_pass``, ``prefix_distribution``);
 - :mod:`~specdec_reference.kvcache`: a key-value cache and the decoder that rolls it
-  back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``).
+  back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``);
+- :mod:`~specdec_reference.trees`: token trees (``tree_depths``, ``tree_attention_mask``,
+  ``multi_draft_accept``, ``verify_tree``, ``greedy_verify_tree``,
+  ``tree_expected_tokens``, ``best_tree``, ``chain_or_tree``), and the tree drafter and
+  decoder of lesson E7.5 (``draft_tree``, ``topk_tree``, ``tree_rows``, ``tree_decode``,
+  ``multi_draft_distribution``).
+- :mod:`~specdec_reference.lookup`: prompt-lookup drafting, a draft without a model
+  (``prompt_lookup_draft``, ``deterministic_verify``, ``lookup_decode``);
+- :mod:`~specdec_reference.serving`: speculation in a server, the verification pass
+  priced by the roofline at a batch (``batch_step_time``, ``speculative_speedup``,
+  ``should_speculate``, ``break_even_batch``, ``adaptive_k``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
@@ -33,6 +43,7 @@ The hidden tests' helpers are not part of it: they live in
 from . import kvcache as kvcache  # the cached models, for the hidden tests: _ref.kvcache
 from . import ngram as ngram  # the models module, for the hidden tests: _ref.ngram.encode
 from . import specs as specs  # the published figures, for the hidden tests: _ref.specs
+from . import trees as trees  # the tree drafter and decoder, for the hidden tests: _ref.trees
 from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
 from .analysis import (
     expected_tokens,
@@ -52,6 +63,7 @@ from .decoding import (
     with_temperature,
 )
 from .greedy import greedy_verify
+from .lookup import deterministic_verify, lookup_decode, prompt_lookup_draft
 from .roofline import (
     arithmetic_intensity,
     flops_per_token,
@@ -62,6 +74,23 @@ from .roofline import (
     weight_bytes,
 )
 from .sampling import empirical_acceptance, greedy_step, propose_and_test, speculative_step
+from .serving import (
+    adaptive_k,
+    batch_step_time,
+    break_even_batch,
+    should_speculate,
+    speculative_speedup,
+)
+from .trees import (
+    best_tree,
+    chain_or_tree,
+    greedy_verify_tree,
+    multi_draft_accept,
+    tree_attention_mask,
+    tree_depths,
+    tree_expected_tokens,
+    verify_tree,
+)
 
 __all__ = [
     "weight_bytes",
@@ -93,4 +122,20 @@ __all__ = [
     "measured_alpha",
     "tokens_per_pass",
     "prefix_distribution",
+    "tree_depths",
+    "tree_attention_mask",
+    "multi_draft_accept",
+    "verify_tree",
+    "greedy_verify_tree",
+    "tree_expected_tokens",
+    "best_tree",
+    "chain_or_tree",
+    "prompt_lookup_draft",
+    "deterministic_verify",
+    "lookup_decode",
+    "batch_step_time",
+    "speculative_speedup",
+    "should_speculate",
+    "break_even_batch",
+    "adaptive_k",
 ]

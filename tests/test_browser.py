@@ -56,6 +56,12 @@ E7_3_SOURCE_NB = f"source/{E7_3}/accept_step.ipynb"
 E7_4 = "e7_4_end_to_end"
 E7_4_RELEASE_NB = f"release/{E7_4}/end_to_end.ipynb"
 E7_4_SOURCE_NB = f"source/{E7_4}/end_to_end.ipynb"
+E7_5 = "e7_5_token_trees"
+E7_5_RELEASE_NB = f"release/{E7_5}/token_trees.ipynb"
+E7_5_SOURCE_NB = f"source/{E7_5}/token_trees.ipynb"
+E7_6 = "e7_6_serving"
+E7_6_RELEASE_NB = f"release/{E7_6}/serving.ipynb"
+E7_6_SOURCE_NB = f"source/{E7_6}/serving.ipynb"
 SCREENSHOTS = REPO / "reports" / "screenshots"
 
 ALWAYS = re.compile(r"always accepted")
@@ -82,7 +88,7 @@ def lab_server(course, tmp_path_factory):
         course,
         tmp_path_factory.mktemp("lab-run"),
         while_starting=lambda: [
-            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4)
+            generate_release(course, a) for a in (E7_1, ASSIGNMENT, E7_3, E7_4, E7_5, E7_6)
         ],
     )
     yield server
@@ -432,6 +438,38 @@ LESSONS = {
             "samplers = {": ("never-truncated target", "OUTSIDE"),
         },
         trace="recorded = Recording(",
+    ),
+    E7_5: Lesson(
+        E7_5_RELEASE_NB,
+        E7_5_SOURCE_NB,
+        frozenset({"tree_depths", "tree_attention_mask", "multi_draft_accept", "verify_tree"})
+        | frozenset({"greedy_verify_tree", "tree_expected_tokens", "chain_or_tree"}),
+        ("one-pass", "chain-or-tree"),
+        {
+            "(example_tokens, example_parents), example_q = draft_tree(": ("parents:", "tokens:"),
+            "def any_rule_accept(": (
+                "any-candidate rule: accepted",
+                "The any-candidate rule always accepts 1 - 0.5**3 = 0.875",
+                "L1 distance to p",
+            ),
+            "def draw_pass(": ("accepted path:",),
+            'shapes = {"chain (1,1,1,1,1,1)"': (
+                "tokens per pass; alpha per depth",
+                "acceptance vector after 'def '",
+            ),
+        },
+    ),
+    E7_6: Lesson(
+        E7_6_RELEASE_NB,
+        E7_6_SOURCE_NB,
+        frozenset({"prompt_lookup_draft", "deterministic_verify", "batch_step_time"})
+        | frozenset({"speculative_speedup", "should_speculate", "adaptive_k"}),
+        ("speedup", "server"),
+        {
+            "for name, sample in samplers.items():": ("your lookup_decode", "OUTSIDE"),
+            "tasks = {": ("lookup wins", "draft wins"),
+            "def simulate(": ("never slower than off",),
+        },
     ),
 }
 

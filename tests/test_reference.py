@@ -96,6 +96,22 @@ def test_public_api_is_exported_with_all():
             "verify_cost_ratio",
             "arithmetic_intensity",
             "greedy_verify",
+            "prompt_lookup_draft",
+            "deterministic_verify",
+            "lookup_decode",
+            "batch_step_time",
+            "speculative_speedup",
+            "should_speculate",
+            "break_even_batch",
+            "adaptive_k",
+            "tree_depths",
+            "tree_attention_mask",
+            "multi_draft_accept",
+            "verify_tree",
+            "greedy_verify_tree",
+            "tree_expected_tokens",
+            "best_tree",
+            "chain_or_tree",
         ]
     )
     for name in ref.__all__:

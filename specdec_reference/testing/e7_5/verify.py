@@ -1,0 +1,198 @@
+"""Part 3: ``verify_tree``: each pass's path, and the distribution of the decoded text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ... import decoding, ngram, trees
+from ..calls import call_or_fail
+from ..e7_4.distribution import check_distribution
+from .accept import MISTAKES
+from .shared import ints
+
+
+def _checked(fn: Callable[..., Any], call: str, *, bonus: bool = True) -> Callable[..., Any]:
+    """``fn`` with its result checked: ``(emitted, path)``, the path a walk from the root.
+
+    With ``bonus=False`` a pass that ends at a leaf without the bonus token is let through:
+    it wastes a token but leaves the text's distribution exact, which is what the caller
+    checks (the path check names that mistake).
+    """
+
+    def verify(tree: Any, p_rows: np.ndarray, q_rows: np.ndarray, rng: Any) -> tuple:
+        tokens, parents = tree
+        got = call_or_fail(fn, (list(tokens), list(parents)), p_rows, q_rows, rng, call=call)
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            raise AssertionError(f"{call} returned {got!r:.80}, expected (emitted, path).")
+        emitted = ints(got[0], call, "a list of emitted tokens")
+        path = ints(got[1], call, "a list of accepted nodes")
+        node = 0
+        for v in path:
+            if not (0 < v < len(parents)) or parents[v] != node:
+                raise AssertionError(
+                    f"{call} returned the path {path} for parents {list(parents)}: a path goes "
+                    "down from the root, each node a child of the one before, root excluded."
+                )
+            node = v
+        leaf = node not in parents[1:]
+        if len(emitted) == len(path) and leaf and not bonus and path:
+            if emitted == [tokens[v] for v in path]:
+                return emitted, path
+        if len(emitted) == len(path) and leaf:
+            raise AssertionError(
+                f"{call} returned {len(emitted)} tokens for the path {path}, which ends at a leaf: "
+                "when a leaf is accepted the same pass adds the bonus token, drawn from the "
+                "target's row at that leaf. That is the missing bonus token."
+            )
+        if len(emitted) != len(path) + 1 or emitted[:-1] != [tokens[v] for v in path]:
+            raise AssertionError(
+                f"{call} returned emitted {emitted} and path {path}: the emitted tokens must be "
+                "the path's tokens, then one more token from the target (len(path) + 1 in all)."
+            )
+        return emitted, path
+
+    return verify
+
+
+class _Drafter:
+    """Draft trees as :func:`~specdec_reference.trees.draft_tree` does, faster.
+
+    The same distribution (each node's children i.i.d. from its tempered draft row,
+    duplicates kept), but each node's children come from one ``rng.random(width)`` through
+    the row's cumulative sum, and every path's rows (draft and target, tempered) are
+    computed once per check.  The checks decode thousands of passes from one prompt, so
+    the same paths come back again and again.
+    """
+
+    def __init__(self, target: Any, draft_model: Any, temperature: float) -> None:
+        self.target, self.draft_model, self.temperature = target, draft_model, temperature
+        self._rows: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def _row(self, path: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if path not in self._rows:
+            both = decoding.with_temperature(
+                np.stack([self.target.probs(path), self.draft_model.probs(path)]),
+                self.temperature,
+            )
+            self._rows[path] = (both[0], both[1], np.cumsum(both[1]))
+        return self._rows[path]
+
+    def tree(
+        self, context: list[int], widths: Sequence[int], rng: np.random.Generator
+    ) -> tuple[tuple[list[int], list[int]], np.ndarray, np.ndarray]:
+        """``((tokens, parents), target_rows, draft_rows)`` of one drafted tree."""
+        tokens, parents, depth = [context[-1]], [-1], [0]
+        paths = [tuple(context)]
+        p_rows, q_rows = [], []
+        i = 0
+        while i < len(tokens):
+            p, q, cdf = self._row(paths[i])
+            p_rows.append(p)
+            q_rows.append(q)
+            if depth[i] < len(widths):
+                drawn = np.searchsorted(cdf, rng.random(widths[depth[i]]) * cdf[-1], side="right")
+                for x in np.minimum(drawn, len(cdf) - 1).tolist():
+                    tokens.append(int(x))
+                    parents.append(i)
+                    depth.append(depth[i] + 1)
+                    paths.append(paths[i] + (int(x),))
+            i += 1
+        return (tokens, parents), np.array(p_rows), np.array(q_rows)
+
+
+def check_verify_tree_paths(
+    fn: Callable[..., Any],
+    target: Any,
+    draft_model: Any,
+    *,
+    prompt: str,
+    widths: Sequence[int],
+    passes: int,
+    seed: int,
+) -> None:
+    """Run ``fn`` on ``passes`` drafted trees; check that each result is a path and a token."""
+    context = ngram.encode(prompt)
+    rng = np.random.default_rng(seed)
+    call = f"verify_tree(tree, target_rows, draft_rows, rng) on a tree of widths {tuple(widths)}"
+    verify = _checked(fn, call)
+    drafter = _Drafter(target, draft_model, 1.0)
+    for _ in range(passes):
+        tree, p_rows, q_rows = drafter.tree(context, widths, rng)
+        verify(tree, p_rows, q_rows, rng)
+
+
+def check_tree_sequence_distribution(
+    fn: Callable[..., Any],
+    target: Any,
+    draft_model: Any,
+    *,
+    prompt: str,
+    widths: Sequence[int],
+    temperature: float,
+    runs: int,
+    seed: int,
+    failure_prob: float,
+) -> None:
+    """Fail unless tree decoding with ``fn`` gives the target's first 2 characters.
+
+    ``runs`` decodes of 2 characters, each :func:`~specdec_reference.trees.tree_decode`'s
+    loop with ``fn`` as its verification (trees drafted by :class:`_Drafter`), share one
+    ``np.random.default_rng(seed)``; the first
+    character and the 2-character strings are compared with the exact distributions by
+    the L1 check with McDiarmid's bound, at ``failure_prob / 2`` each.
+    """
+    context = ngram.encode(prompt)
+    rng = np.random.default_rng(seed)
+    call = (
+        f"tree decoding with your verify_tree after {prompt!r}, widths {tuple(widths)}, "
+        f"T = {temperature}, over {runs} runs sharing np.random.default_rng({seed})"
+    )
+    verify = _checked(fn, "verify_tree(tree, target_rows, draft_rows, rng)", bonus=False)
+    counts: dict[str, int] = {}
+    firsts: dict[str, int] = {}
+    drafter = _Drafter(target, draft_model, temperature)
+    for _ in range(runs):
+        out: list[int] = []
+        while len(out) < 2:  # trees.tree_decode's loop, with the rows memoized
+            tree, p_rows, q_rows = drafter.tree(context + out, widths, rng)
+            out += verify(tree, p_rows, q_rows, rng)[0]
+        text = ngram.decode(out[:2])
+        counts[text] = counts.get(text, 0) + 1
+        firsts[text[0]] = firsts.get(text[0], 0) + 1
+    p = decoding.with_temperature(target.probs(context), temperature)
+    q = decoding.with_temperature(draft_model.probs(context), temperature)
+    mistakes = {
+        name: (
+            {
+                ngram.ALPHABET[i]: float(v)
+                for i, v in enumerate(trees.multi_draft_distribution(p, q, widths[0], key))
+            },
+            advice,
+        )
+        for key, (name, advice) in MISTAKES.items()
+    }
+    check_distribution(
+        firsts,
+        {ngram.ALPHABET[i]: float(v) for i, v in enumerate(p)},
+        call=call + ", first character",
+        failure_prob=failure_prob / 2,
+        label="first character",
+        mistakes=mistakes,
+    )
+    exact = decoding.prefix_distribution(target, context, 2, temperature)
+    probs = {
+        ngram.decode(ix): float(exact[ix]) for ix in zip(*np.nonzero(exact >= 1e-4), strict=True)
+    }
+    check_distribution(
+        counts,
+        probs,
+        call=call,
+        failure_prob=failure_prob / 2,
+        label="2-character string",
+        advice="at each node run multi_draft_accept over the node's children with "
+        "the node's own rows, continue into the accepted child, and stop at the "
+        "residual token",
+    )

@@ -1,0 +1,483 @@
+"""Lesson E7.6: the hidden tests grade fairly, catch every mistake once and say which one.
+
+The source notebook's test cells run here in this process (``lesson_support.Lesson``),
+after learner code built from solution bodies (the samples' and the extra mutants
+below).  Which cells each sample loses is checked through the real grader by
+test_lessons.py (``expected.json``); here the messages are checked, and mutants without a
+sample notebook.  The reference's own tests are in test_reference_serving.py.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import numpy as np
+import pytest
+from support.lessons import Lesson, failing
+
+#: Ungraded cells the test cells' visible parts rely on (models, roofline, the decoder).
+LESSON = Lesson(
+    "e7_6_serving",
+    support_cells={"code-setup", "code-models", "code-roofline", "code-lookup-decode"},
+)
+SCENARIOS = LESSON.scenarios
+TEST_CELLS = LESSON.test_cells
+LOOKUP_CELLS = {g for g in TEST_CELLS if g.startswith("test_prompt_lookup_draft")}
+VERIFY_CELLS = {g for g in TEST_CELLS if g.startswith("test_deterministic_verify")}
+ROOFLINE_CELLS = {
+    g
+    for g in TEST_CELLS
+    if g.startswith(("test_batch_step_time", "test_speculative_speedup", "test_should"))
+}
+SCHEDULE_CELLS = {g for g in TEST_CELLS if g.startswith("test_adaptive_k")}
+EXACT = "test_deterministic_verify_exact"
+
+
+def execute(bodies=None, *, only=None, replace=None):
+    return LESSON.run(bodies, only=only, replace=replace).outcomes
+
+
+# ---------------------------------------------------------------------------
+# Correct solutions get full marks
+# ---------------------------------------------------------------------------
+
+
+def test_the_reference_solutions_pass_every_test_cell():
+    outcomes = execute()
+    assert set(outcomes) == set(TEST_CELLS)
+    assert failing(outcomes) == {}
+
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.startswith("variant-")])
+def test_correct_variants_pass_every_test_cell(scenario):
+    """Python loops and lists; vectorised numpy with numpy scalars as results."""
+    assert failing(execute(SCENARIOS[scenario])) == {}
+
+
+# Correct, but draws the residual token by the Gumbel-max trick (V uniforms) instead of
+# rng.choice: only the seeded cell (1 point) may tell it from the reference.
+VERIFY_OTHER_DRAWS = """
+p = np.asarray(target_rows, dtype=float)
+out = []
+for i, x in enumerate(drafted):
+    if rng.random() < p[i, x]:
+        out.append(int(x))
+        continue
+    residual = p[i].copy()
+    residual[x] = 0.0
+    with np.errstate(divide="ignore"):
+        out.append(int(np.argmax(np.log(residual) - np.log(-np.log(rng.random(len(residual)))))))
+    return out
+with np.errstate(divide="ignore"):
+    last = np.log(p[len(drafted)])
+return out + [int(np.argmax(last - np.log(-np.log(rng.random(len(last))))))]
+"""
+
+# Correct, written with the latest-first loop of a learner who then keeps the smallest
+# start it saw: the earliest occurrence, found from the right.
+LOOKUP_FROM_THE_RIGHT = """
+tokens = [int(t) for t in context]
+for n in range(min(max_ngram, len(tokens) - 1), min_ngram - 1, -1):
+    best = None
+    for s in range(len(tokens) - n - 1, -1, -1):
+        if tokens[s : s + n] == tokens[len(tokens) - n:]:
+            best = s
+    if best is not None:
+        return tuple(tokens[best + n : best + n + k])
+return ()
+"""
+
+
+def test_a_verify_step_with_another_draw_method_loses_only_the_seeded_point():
+    lost = failing(execute({"deterministic_verify": VERIFY_OTHER_DRAWS}, only=VERIFY_CELLS))
+    assert set(lost) == {"test_deterministic_verify_seeded"}, lost
+    assert "one rng.random(), accepted if below p_i(x)" in lost["test_deterministic_verify_seeded"]
+
+
+def test_a_lookup_that_scans_from_the_right_and_returns_tuples_keeps_every_point():
+    assert failing(execute({"prompt_lookup_draft": LOOKUP_FROM_THE_RIGHT}, only=LOOKUP_CELLS)) == {}
+
+
+def test_a_broken_prompt_lookup_draft_costs_nothing_in_the_verify_cells():
+    """No cascade: the exactness cell drafts with the course's prompt_lookup_draft."""
+    broken = {"prompt_lookup_draft": "raise NotImplementedError()"}
+    assert failing(execute(broken, only=VERIFY_CELLS)) == {}
+
+
+def test_a_broken_batch_step_time_costs_nothing_in_the_speedup_and_should_cells():
+    bodies = {
+        "batch_step_time": "return 1.0",
+        "speculative_speedup": SCENARIOS["variant-python-loops"]["speculative_speedup"],
+    }
+    lost = failing(execute(bodies, only=ROOFLINE_CELLS))
+    assert set(lost) == {"test_batch_step_time_values"}, lost
+
+
+def test_a_should_speculate_built_on_a_broken_speedup_costs_nothing_in_its_cell():
+    """should_speculate may lean on speculative_speedup at k = 1: the cell uses the course's."""
+    bodies = {
+        "speculative_speedup": "return 0.0",
+        "should_speculate": "return speculative_speedup(alpha, 1, c, model, hardware, batch) > 1",
+    }
+    lost = failing(execute(bodies, only=ROOFLINE_CELLS - {"test_batch_step_time_values"}))
+    assert set(lost) == {"test_speculative_speedup_values"}, lost
+
+
+# ---------------------------------------------------------------------------
+# Each sample mistake loses its cells, and the message names it
+# ---------------------------------------------------------------------------
+
+#: {scenario: {lost cell: words its message must contain}}.
+SAMPLE_MESSAGES = {
+    "mistake-most-recent-occurrence": {
+        "test_prompt_lookup_draft_values": (
+            "the most recent occurrence instead of the first (earliest): among the occurrences "
+            "of the longest matching n-gram take the first one, the smallest start s, which is "
+            "what Hugging Face's and vLLM's code take"
+        ),
+        "test_prompt_lookup_draft_edges": "the most recent occurrence instead of the first",
+    },
+    "mistake-own-position-matches": {
+        "test_prompt_lookup_draft_values": "including the current position as a match",
+        "test_prompt_lookup_draft_edges": "including the current position as a match",
+    },
+    "mistake-shortest-n-first": {
+        "test_prompt_lookup_draft_values": "trying the shortest n-gram first",
+        "test_prompt_lookup_draft_edges": "trying the shortest n-gram first",
+    },
+    "mistake-resample-from-p": {
+        EXACT: "nearer to resampling from p instead of p with x removed",
+        "test_deterministic_verify_seeded": "That is resampling from p instead of p with x removed",
+    },
+    "mistake-accept-every-token": {
+        EXACT: "nearer to accepting every drafted token",
+        "test_deterministic_verify_seeded": "That is accepting every drafted token",
+    },
+    "mistake-memory-plus-compute": {
+        "test_batch_step_time_values": "the memory and compute times added",
+    },
+    "mistake-verification-cost-constant": {
+        "test_speculative_speedup_values": "the verification cost taken as constant in batch",
+    },
+    "mistake-alpha-over-c-at-any-batch": {
+        "test_should_speculate_rule": "Corollary 3.9 without the batch (alpha > c)",
+    },
+    "mistake-schedule-without-bounds": {
+        "test_adaptive_k_bounds": "going below k_min",
+    },
+}
+
+
+def test_every_sample_mistake_has_its_messages():
+    assert LESSON.message_coverage_problems(SAMPLE_MESSAGES) == []
+
+
+@pytest.mark.parametrize("scenario", sorted(SAMPLE_MESSAGES))
+def test_each_sample_mistake_fails_its_cells_with_a_message_naming_it(scenario):
+    assert LESSON.message_problems(scenario, SAMPLE_MESSAGES[scenario]) == []
+
+
+@pytest.mark.parametrize("scenario", sorted(SAMPLE_MESSAGES))
+def test_each_sample_mistake_loses_only_cells_of_the_function_it_breaks(scenario):
+    """No cascade: the cells a mistake loses all test the one function it changes."""
+    [changed] = SCENARIOS[scenario]
+    prefix = f"test_{changed}"
+    assert all(gid.startswith(prefix) for gid in LESSON.lost_cells(scenario))
+
+
+def test_a_notebook_importing_the_reference_fails_every_cell():
+    assert LESSON.reference_import_problems() == []
+
+
+# Mistakes without a sample notebook: {name: (bodies, cells to run, {lost cell: words})}.
+_LOOKUP = LESSON.samples.lookup
+EXTRA_MUTANTS = {
+    "lookup-requires-k-tokens": (
+        {
+            "prompt_lookup_draft": _LOOKUP(
+                starts="(s for s in range(len(tokens) - n) if s + n + k <= len(tokens))"
+            )
+        },
+        LOOKUP_CELLS,
+        {
+            "test_prompt_lookup_draft_values": "requiring k tokens after the match",
+            "test_prompt_lookup_draft_edges": "requiring k tokens after the match",
+        },
+    ),
+    "lookup-ignores-k": (
+        {
+            "prompt_lookup_draft": _LOOKUP().replace(
+                "return tokens[s + n : s + n + k]", "return tokens[s + n :]"
+            )
+        },
+        LOOKUP_CELLS,
+        {
+            "test_prompt_lookup_draft_values": "ignoring k",
+            "test_prompt_lookup_draft_edges": "ignoring k",
+        },
+    ),
+    # Works on the caller's list: appends its draft to it.
+    "lookup-changes-the-context": (
+        {
+            "prompt_lookup_draft": """
+            for n in range(min(max_ngram, len(context) - 1), min_ngram - 1, -1):
+                tail = context[len(context) - n:]
+                for s in range(len(context) - n):
+                    if context[s : s + n] == tail:
+                        draft = context[s + n : s + n + k]
+                        context.extend(draft)
+                        return draft
+            return []
+            """
+        },
+        LOOKUP_CELLS,
+        {
+            "test_prompt_lookup_draft_values": "changed the context list it was given",
+            "test_prompt_lookup_draft_edges": "changed the context list it was given",
+        },
+    ),
+    "batch-step-compute-for-batch-only": (
+        {
+            "batch_step_time": """
+            memory = weight_bytes(model["params"], model["bytes_per_param"]) / hardware["bandwidth"]
+            return max(memory, batch * flops_per_token(model["params"]) / hardware["peak_flops"])
+            """
+        },
+        {"test_batch_step_time_values"},
+        {"test_batch_step_time_values": "compute for batch tokens only"},
+    ),
+    "batch-step-weights-per-request": (
+        {
+            "batch_step_time": """
+            read = batch * weight_bytes(model["params"], model["bytes_per_param"])
+            memory = read / hardware["bandwidth"]
+            compute = batch * positions * flops_per_token(model["params"]) / hardware["peak_flops"]
+            return max(memory, compute)
+            """
+        },
+        {"test_batch_step_time_values"},
+        {"test_batch_step_time_values": "the weights read once per request"},
+    ),
+    "speedup-plain-step-at-batch-one": (
+        {
+            "speculative_speedup": """
+            plain = batch_step_time(model, hardware, 1, 1)
+            r = batch_step_time(model, hardware, batch, k + 1) / plain
+            return expected_tokens(alpha, k) / (k * c + r)
+            """
+        },
+        {"test_speculative_speedup_values"},
+        {"test_speculative_speedup_values": "the pass at this batch over a plain step at batch 1"},
+    ),
+    "speedup-pass-cost-at-batch-one": (
+        {
+            "speculative_speedup": """
+            r = batch_step_time(model, hardware, 1, k + 1) / batch_step_time(model, hardware, 1, 1)
+            return expected_tokens(alpha, k) / (k * c + r)
+            """
+        },
+        {"test_speculative_speedup_values"},
+        {"test_speculative_speedup_values": "constant in batch (the pass's cost at batch 1)"},
+    ),
+    "speedup-without-the-draft-cost": (
+        {
+            "speculative_speedup": """
+            plain = batch_step_time(model, hardware, batch, 1)
+            r = batch_step_time(model, hardware, batch, k + 1) / plain
+            return expected_tokens(alpha, k) / r
+            """
+        },
+        {"test_speculative_speedup_values"},
+        {"test_speculative_speedup_values": "leaving out the draft's cost"},
+    ),
+    "should-speculate-on-a-tie": (
+        {
+            "should_speculate": """
+            plain = batch_step_time(model, hardware, batch, 1)
+            extra = batch_step_time(model, hardware, batch, 2) / plain - 1
+            return alpha >= c + extra
+            """
+        },
+        {"test_should_speculate_rule"},
+        {"test_should_speculate_rule": "returned True, expected False: speculate when alpha > c"},
+    ),
+    "schedule-past-k-max": (
+        {"adaptive_k": "return k + 2 if accepted == k else max(k - 1, k_min)"},
+        SCHEDULE_CELLS,
+        {"test_adaptive_k_bounds": "going past k_max"},
+    ),
+    "schedule-adds-one": (
+        {"adaptive_k": "return min(k + 1, k_max) if accepted == k else max(k - 1, k_min)"},
+        SCHEDULE_CELLS,
+        {
+            "test_adaptive_k_values": "adding 1 after a full acceptance",
+            "test_adaptive_k_bounds": "returned",
+        },
+    ),
+    "schedule-removes-two": (
+        {"adaptive_k": "return min(k + 2, k_max) if accepted == k else max(k - 2, k_min)"},
+        SCHEDULE_CELLS,
+        {"test_adaptive_k_values": "subtracting 2 after a rejection"},
+    ),
+    "schedule-grows-on-a-partial-acceptance": (
+        {"adaptive_k": "return min(k + 2, k_max) if accepted > 0 else max(k - 1, k_min)"},
+        SCHEDULE_CELLS,
+        {
+            "test_adaptive_k_values": "growing k whenever a token was accepted",
+            "test_adaptive_k_bounds": "adaptive_k(0, 0, 0, 5) returned 0, expected 2",
+        },
+    ),
+    "schedule-resets-to-k-min": (
+        {"adaptive_k": "return min(k + 2, k_max) if accepted == k else k_min"},
+        SCHEDULE_CELLS,
+        {"test_adaptive_k_values": "resetting k to k_min after a rejection"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA_MUTANTS))
+def test_extra_mutants_lose_exactly_their_cells(name):
+    bodies, cells, expected = EXTRA_MUTANTS[name]
+    lost = failing(execute(bodies, only=cells))
+    assert set(lost) == set(expected), lost
+    for gid, words in expected.items():
+        assert words in lost[gid], f"{gid}: {lost[gid]}"
+
+
+# ---------------------------------------------------------------------------
+# The statistical checks: other seeds, stated bounds
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["mistake-resample-from-p", "mistake-accept-every-token"])
+def test_the_exactness_check_fails_the_accept_step_mistakes_for_another_seed(scenario):
+    """The reference passes the same check for other seeds: test_reference_serving."""
+    lost = failing(execute(SCENARIOS[scenario], only={EXACT}, replace={"seed=7620": "seed=8620"}))
+    assert set(lost) == {EXACT}
+
+
+def test_the_statistical_cell_states_a_false_failure_probability_below_one_in_a_million():
+    cell = TEST_CELLS[EXACT].source
+    assert "failure_prob=9e-7" in cell and "below 1e-6" in cell and "less than 5e-9" in cell
+    assert "range(1000)" in cell and "< 0.1" in cell
+    # Hoeffding for the visible check: 1000 first tokens, off by 0.1 or more.
+    assert 9e-7 + 2 * np.exp(-2 * 1000 * 0.1**2) < 1e-6
+    assert 2 * np.exp(-2 * 1000 * 0.1**2) < 5e-9
+
+
+# ---------------------------------------------------------------------------
+# The rule the lesson states is the sources' rule; docstrings; visible parts
+# ---------------------------------------------------------------------------
+
+
+def _text(cell_ids=None):
+    return " ".join(
+        " ".join(c.source.split())
+        for c in LESSON.source_nb.cells
+        if cell_ids is None or c.id in cell_ids
+    )
+
+
+def test_the_lesson_takes_the_earliest_occurrence_and_cites_the_three_sources():
+    """Saxena's code, Hugging Face's and vLLM's all copy after the earliest occurrence."""
+    part1 = _text({"md-part1"})
+    for phrase in (
+        "take the **first** one, the smallest $s$ (the earliest in the text)",
+        "Saxena's `find_candidate_pred_tokens`",
+        "Hugging Face's `PromptLookupCandidateGenerator`",
+        '"the first valid candidates (left to right)"',
+        "vLLM's `NgramProposer` the earliest position of the longest match",
+        "taking the most recent occurrence instead of the first",
+    ):
+        assert phrase in part1, phrase
+    text = _text()
+    assert "design choice" not in text and "This is our choice" not in text
+    assert "take the **most recent**" not in text
+
+
+def test_the_notebook_roofline_tables_are_the_reference_specs():
+    from specdec_reference import specs
+
+    ns = LESSON.run(only=set()).namespace
+    for mine, ref in (
+        (ns["A100"], specs.A100_SXM_80GB),
+        (ns["H100"], specs.H100_SXM),
+        (ns["LLAMA2_7B"], specs.LLAMA2_7B),
+        (ns["LLAMA2_70B"], specs.LLAMA2_70B),
+    ):
+        assert {key: ref[key] for key in mine} == mine
+
+
+def test_the_notebook_target_is_the_reference_target():
+    from specdec_reference.testing import e7_6
+
+    ns = LESSON.run(only=set()).namespace
+    target, _ = e7_6.models()
+    for text in ("for i in range(n):\n    for ", "def f(x):", ""):
+        context = ns["encode"](text)
+        assert np.array_equal(ns["target_model"].probs(context), target.probs(context))
+
+
+GRADED_PHRASES = {
+    "prompt_lookup_draft": [
+        "For n = max_ngram, max_ngram - 1, ..., min_ngram",
+        "s + n < len(context)",
+        "first (earliest) occurrence, the smallest s",
+        "Hugging Face's and vLLM's",
+        "Must not be modified",
+        "[] when no n matches (or k == 0)",
+        "300 random contexts",
+    ],
+    "deterministic_verify": [
+        "drawn from the row with the drafted token removed and renormalized",
+        "the bonus token from the last row",
+        "the first 2 characters (3 points)",
+        "one rng.random() per tested token (accept if below p_i(x)), then one rng.choice(V, p=...)",
+    ],
+    "batch_step_time": [
+        "weight_bytes / bandwidth",
+        "batch * positions * flops_per_token / peak_flops",
+        "relative 1e-9",
+    ],
+    "speculative_speedup": [
+        "expected_tokens(alpha, k) / (k * c + r)",
+        "batch_step_time(model, hardware, batch, k + 1) / "
+        "batch_step_time(model, hardware, batch, 1)",
+        "replaced by a correct one",
+    ],
+    "should_speculate": [
+        "alpha > c + (batch_step_time(model, hardware, batch, 2) / "
+        "batch_step_time(model, hardware, batch, 1) - 1)",
+        "none within 1e-6 of a tie",
+        "replaced by correct ones",
+    ],
+    "adaptive_k": [
+        "min(k + 2, k_max) if every drafted token was accepted (accepted == k)",
+        "otherwise max(k - 1, k_min)",
+        "between and at both bounds",
+    ],
+}
+
+
+@pytest.mark.parametrize("grade_id", sorted(GRADED_PHRASES))
+def test_each_docstring_states_the_graded_behaviour(grade_id):
+    assert LESSON.missing_docstring_phrases(grade_id, GRADED_PHRASES[grade_id]) == []
+
+
+def test_docstring_examples_hold_for_the_reference_solutions():
+    examples, failures = LESSON.docstring_examples(GRADED_PHRASES)
+    assert examples >= len(GRADED_PHRASES) and failures == 0
+
+
+def test_visible_asserts_never_depend_on_hidden_helpers():
+    assert LESSON.hidden_names_in_visible_asserts(("_e76", "_checks", "_ref", "_np")) == []
+
+
+def test_the_cells_calling_reference_callees_read_no_substituted_name():
+    """The grader flags a test cell that reads a name an earlier test cell rebound."""
+    substituted = set()
+    for gid, cell in TEST_CELLS.items():
+        names = {n.id for n in ast.walk(ast.parse(cell.source)) if isinstance(n, ast.Name)}
+        assert not (names & substituted), f"{gid} reads {names & substituted}"
+        substituted |= set(re.findall(r'use_reference_for_cell\(globals\(\), "(\w+)"', cell.source))
