@@ -93,6 +93,18 @@ def test_unmarked_plain_process_is_fine():
     assert subprocess.run(["true"]).returncode == 0
 
 
+def test_unmarked_fork_of_this_process_is_fine():
+    import os
+    import time
+
+    assert subprocess.run(["true"]).returncode == 0  # the watcher runs from here on
+    pid = os.fork()
+    if pid == 0:  # a copy of this process, with its command line, which names a marker's word
+        time.sleep(0.3)
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0
+
+
 @pytest.mark.kernel
 def test_marked_kernel_is_fine():
     _kernel()
@@ -106,7 +118,10 @@ def test_a_test_that_starts_what_it_is_not_marked_for_fails_fast(pytester):
     pytester.makepyfile(test_inner=INNER)
     report = pytester.path / "report.xml"
     start = time.monotonic()
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"--junitxml={report}")
+    # The -k selects every test, and puts a watched word in the inner session's command line.
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-q", f"--junitxml={report}", "-k", "not postgres_word"
+    )
     elapsed = time.monotonic() - start
     problems = _problems(report)
     for test, marker in [
@@ -120,6 +135,7 @@ def test_a_test_that_starts_what_it_is_not_marked_for_fails_fast(pytester):
     ]:
         assert any(f"mark it `{marker}`" in text for text in problems[test]), (test, problems)
     assert problems["test_unmarked_plain_process_is_fine"] == []
+    assert problems["test_unmarked_fork_of_this_process_is_fine"] == []
     assert problems["test_marked_kernel_is_fine"] == []
     # fast: each start fails at once, or its process is killed at once
     assert elapsed < 120, elapsed

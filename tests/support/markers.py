@@ -101,8 +101,10 @@ def _tripwires(monkeypatch, missing: set[str]) -> None:
 class _Watcher:
     """Looks at this process's descendants for what ``missing`` names, until stopped.
 
-    Each (pid, command line) pair is judged once: a child read between its ``fork`` and its
-    ``exec`` still shows its parent's command line, and is judged again once it has exec'd.
+    Each (pid, command line) pair is judged once.  A child that shows this process's own
+    command line is a copy of it, read between its ``fork`` and its ``exec`` (or forked
+    with no ``exec``): it is not judged, since that command line is pytest's, whose
+    arguments may hold any word (``-m "not postgres"``).  It is judged once it has exec'd.
     """
 
     missing: set[str]
@@ -112,6 +114,7 @@ class _Watcher:
 
     def __post_init__(self) -> None:
         self._me = psutil.Process()
+        self._own = " ".join(self._me.cmdline()).lower()
         self._seen = set(self._children())  # there before the test
         self._thread = threading.Thread(target=self._watch, name="marker-watch", daemon=True)
         self._thread.start()
@@ -135,7 +138,7 @@ class _Watcher:
 
     def check(self) -> None:
         for pid, cmdline in self._children():
-            if (pid, cmdline) in self._seen or not cmdline:
+            if (pid, cmdline) in self._seen or not cmdline or cmdline == self._own:
                 continue
             self._seen.add((pid, cmdline))
             for marker in self.missing:
