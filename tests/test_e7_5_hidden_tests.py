@@ -79,6 +79,9 @@ SAMPLE_MESSAGES = {
         "test_multi_draft_accept_exact": "the any-candidate rule (each candidate tested against "
         "the original p, no residual update between candidates)",
     },
+    "mistake-no-residual-update": {
+        "test_multi_draft_accept_exact": "no residual update between candidates",
+    },
     "mistake-resample-from-p": {
         "test_multi_draft_accept_exact": "resampling from p instead of the last residual",
     },
@@ -256,7 +259,9 @@ def test_extra_mutants_lose_exactly_their_cells(name):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("scenario", ["mistake-any-candidate", "mistake-resample-from-p"])
+@pytest.mark.parametrize(
+    "scenario", ["mistake-any-candidate", "mistake-no-residual-update", "mistake-resample-from-p"]
+)
 def test_the_node_check_fails_the_acceptance_mistakes_for_other_seeds(scenario):
     """The reference passes the same checks for many seeds: test_reference_trees."""
     lost = failing(

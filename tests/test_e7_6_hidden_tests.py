@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,7 +165,9 @@ SAMPLE_MESSAGES = {
         "test_should_speculate_rule": "Corollary 3.9 without the batch (alpha > c)",
     },
     "mistake-schedule-without-bounds": {
-        "test_adaptive_k_bounds": "going below k_min",
+        "test_adaptive_k_bounds": (
+            "going below k_min: the schedule is not clamped to [k_min, k_max]"
+        ),
     },
 }
 
@@ -305,7 +308,11 @@ EXTRA_MUTANTS = {
     "schedule-past-k-max": (
         {"adaptive_k": "return k + 2 if accepted == k else max(k - 1, k_min)"},
         SCHEDULE_CELLS,
-        {"test_adaptive_k_bounds": "going past k_max"},
+        {
+            "test_adaptive_k_bounds": (
+                "going past k_max: the schedule is not clamped to [k_min, k_max]"
+            )
+        },
     ),
     "schedule-adds-one": (
         {"adaptive_k": "return min(k + 1, k_max) if accepted == k else max(k - 1, k_min)"},
@@ -380,20 +387,71 @@ def _text(cell_ids=None):
 
 
 def test_the_lesson_takes_the_earliest_occurrence_and_cites_the_three_sources():
-    """Saxena's code, Hugging Face's and vLLM's all copy after the earliest occurrence."""
+    """Hugging Face's and vLLM's copy after the earliest occurrence; Saxena's scans from the
+    left too, but keeps only a match with its full continuation, clear of the last n tokens."""
     part1 = _text({"md-part1"})
     for phrase in (
         "take the **first** one, the smallest $s$ (the earliest in the text)",
-        "Saxena's `find_candidate_pred_tokens`",
-        "Hugging Face's `PromptLookupCandidateGenerator`",
+        "Hugging Face's `PromptLookupCandidateGenerator` does the same",
         '"the first valid candidates (left to right)"',
-        "vLLM's `NgramProposer` the earliest position of the longest match",
+        "vLLM's `NgramProposer` (the earliest position of the longest match)",
+        "Saxena's own `find_candidate_pred_tokens` also scans from the left, but it keeps a match",
+        "`end_idx <= input_length and start_idx < input_length - ngram_size`",
         "taking the most recent occurrence instead of the first",
     ):
         assert phrase in part1, phrase
+    assert "stops at the first match" not in part1  # Saxena's skips some earlier matches
     text = _text()
     assert "design choice" not in text and "This is our choice" not in text
     assert "take the **most recent**" not in text
+
+
+def test_the_batch_256_prediction_is_asked_first_and_answered_with_the_reference_numbers():
+    """The issue's question: at batch 256 on an A100, does k = 4 with alpha = 0.7 still pay?"""
+    import specdec_reference as ref
+    from specdec_reference import specs
+
+    ids = [c.id for c in LESSON.source_nb.cells]
+    assert ids.index("code-predict-pays") < ids.index("md-part3")
+    assert ids.index("code-speedup-plot") < ids.index("code-answer-pays") < ids.index("md-part5")
+    assert "at batch 256, does the same 4-token draft" in _text({"md-predict-pays"}).lower()
+    model, gpu = dict(specs.LLAMA2_7B), dict(specs.A100_SXM_80GB)
+    speedup = ref.speculative_speedup(0.7, 4, 0.05, model, gpu, 256)
+    assert f"\\approx {speedup:.2f}$: **no**" in _text({"md-answer-pays"})
+    stops = next(
+        b for b in range(1, 257) if ref.speculative_speedup(0.7, 4, 0.05, model, gpu, b) < 1
+    )
+    assert (round(speedup, 3), stops) == (0.533, 79)
+    answer = LESSON.source_nb.cells[ids.index("code-answer-pays")].source
+    assert "with until_written():" in answer and "my_guess_still_pays" in answer
+
+
+def test_the_chapter_in_one_page_comes_just_before_the_chapter_reference():
+    """It names every lesson of the chapter by the title its notebook gives itself."""
+    import nbformat
+
+    ids = [c.id for c in LESSON.source_nb.cells]
+    assert ids.index("md-chapter") == ids.index("chapter-reference") - 1
+    page = _text({"md-chapter"})
+    sources = sorted((Path(__file__).resolve().parents[1] / "source").glob("e7_*/*.ipynb"))
+    assert len(sources) == 6
+    for path in sources:
+        title = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0]
+        assert title.startswith("# E7.") and title[2:] in page, (path.name, title)
+
+
+def test_the_going_further_questions_and_citations_are_there():
+    text = _text()
+    for phrase in (
+        "EAGLE (Li et al. 2024",
+        "LayerSkip (Elhoushi et al. 2024",
+        "Gloeckle et al. (2024",
+        "Medusa (Cai et al. 2024)",
+        "Chen et al. (2023",
+        "Pope et al. (MLSys 2023)",
+    ):
+        assert phrase in text, phrase
+    assert "Pope et al. 2022" not in text and "Pope et al. (2022)" not in text
 
 
 def test_the_notebook_roofline_tables_are_the_reference_specs():

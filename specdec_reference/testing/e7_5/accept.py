@@ -12,13 +12,17 @@ from ..calls import call_or_fail
 from ..convert import _show, as_int
 from ..e7_4.distribution import check_distribution
 
-#: The wrong rules, their exact output distributions and what to do instead.
+#: The wrong rules, their exact output distributions and what to do instead.  "any" is
+#: also what a forgotten update gives (each residual computed, but the distribution the
+#: candidates are tested against never replaced): the same distribution, the same name.
 MISTAKES = {
     "any": (
         "the any-candidate rule (each candidate tested against the original p, no residual "
         "update between candidates)",
-        "after a rejection test the next candidate against the normalized residual "
-        "max(0, p - q), and the one after against the residual of that residual",
+        "after each rejection replace the distribution r that candidates are tested against "
+        "(p at first) by its normalized residual max(0, r - q), so that the next candidate "
+        "is tested against the residual of p and the one after against the residual of "
+        "that residual",
     ),
     "unchained": (
         "every residual taken from the original p",

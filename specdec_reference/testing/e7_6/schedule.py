@@ -20,7 +20,8 @@ def check_adaptive_k(fn: Callable[..., Any], k: int, accepted: int, k_min: int, 
     Traceback (most recent call last):
     ...
     AssertionError: adaptive_k(8, 8, 1, 8) returned 10, expected 8. That is going past k_max: \
-after a fully accepted draft the next k is min(k + 2, k_max).
+the schedule is not clamped to [k_min, k_max]; after a fully accepted draft the next k is \
+min(k + 2, k_max).
     """
     call = describe_call("adaptive_k", k, accepted, k_min, k_max)
     got = as_int(call_or_fail(fn, k, accepted, k_min, k_max, call=call), call)
@@ -32,11 +33,13 @@ after a fully accepted draft the next k is min(k + 2, k_max).
         mistakes={
             "going past k_max": (
                 k + 2 if full and k + 2 > k_max else None,
-                "after a fully accepted draft the next k is min(k + 2, k_max)",
+                "the schedule is not clamped to [k_min, k_max]; after a fully accepted draft the "
+                "next k is min(k + 2, k_max)",
             ),
             "going below k_min": (
                 k - 1 if not full and k - 1 < k_min else None,
-                "after a rejection the next k is max(k - 1, k_min)",
+                "the schedule is not clamped to [k_min, k_max]; after a rejection the next k is "
+                "max(k - 1, k_min)",
             ),
             "adding 1 after a full acceptance": (
                 min(k + 1, k_max) if full and k + 1 < k_max else None,

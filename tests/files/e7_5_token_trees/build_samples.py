@@ -292,6 +292,23 @@ SCENARIOS: dict[str, dict[str, str]] = {
             fallback="np.maximum(p - q, 0.0) / np.maximum(p - q, 0.0).sum()",
         ),
     },
+    # The update forgotten: each rejection computes the residual of the current distribution
+    # into a new name, but the current distribution is never replaced, so every candidate
+    # is tested against the original p and the fallback is the residual of p. The same wrong
+    # distribution as the any-candidate rule, reached by a different slip.
+    "mistake-no-residual-update": {
+        "multi_draft_accept": """
+            current = np.asarray(p, dtype=float)
+            residual = current
+            for j, x in enumerate(candidates):
+                if rng.random() < min(1.0, current[x] / q[x]):
+                    return int(x), j
+                leftover = np.maximum(current - q, 0.0)
+                if leftover.sum() > 0:
+                    residual = leftover / leftover.sum()  # but current stays p
+            return int(rng.choice(len(residual), p=residual)), None
+            """,
+    },
     # The residuals chained, but the fallback drawn from p itself.
     "mistake-resample-from-p": {"multi_draft_accept": accept(fallback="p")},
     "mistake-no-bonus-token": {"verify_tree": verify(leaf="pass")},
