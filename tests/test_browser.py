@@ -469,6 +469,11 @@ LESSONS = {
             "for name, sample in samplers.items():": ("your lookup_decode", "OUTSIDE"),
             "tasks = {": ("lookup wins", "draft wins"),
             "def simulate(": ("never slower than off",),
+            "alpha_256, k_256, c_256 = 0.7, 4, 0.05": (
+                "= 5.00",
+                "still pays? False",
+                "slower than plain decoding from batch 79",
+            ),
         },
     ),
 }

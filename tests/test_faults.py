@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -270,13 +271,16 @@ class KilledRun:
 
     def kill_when(self, reached, needles: list[str]) -> list[str]:
         """SIGKILL the group once ``reached(self)``; return what runs of it 20 s later."""
-        proc = subprocess.Popen(
-            self.args,
-            env={**os.environ, "TMPDIR": str(self.scratch)},  # all its scratch paths below
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        fd, name = tempfile.mkstemp(prefix="grade-", suffix=".err", dir=self.scratch.parent)
+        errors = Path(name)
+        with os.fdopen(fd, "wb") as stderr:  # what it says, should it end before the moment
+            proc = subprocess.Popen(
+                self.args,
+                env={**os.environ, "TMPDIR": str(self.scratch)},  # all its scratch paths below
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
         try:
 
             def at_moment() -> bool:
@@ -289,7 +293,10 @@ class KilledRun:
                 return reached(self) or proc.poll() is not None
 
             assert wait_for(at_moment, timeout=240, interval=0.01)
-            assert proc.poll() is None, "grade finished before the moment came"
+            assert proc.poll() is None, (
+                f"grade finished (exit {proc.returncode}) before the moment came; it said:\n"
+                + errors.read_text(errors="replace")[-4000:]
+            )
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             wait_for(lambda: not belonging_to(needles, self.group), timeout=20)
