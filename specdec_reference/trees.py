@@ -300,8 +300,9 @@ def greedy_verify_tree(tree: Any, target_argmax: Sequence[int]) -> tuple[list[in
     emitted : list of int
         The tokens of the accepted path, then the target's own token at its end.
     path : list of int
-        The accepted nodes, root excluded: from each node, the first child (lowest index)
-        whose token is the target's argmax there.
+        The accepted nodes, root excluded: from each node, a child whose token is the
+        target's argmax there.  Where several children carry that token, any one gives a
+        right greedy pass; this one follows the first (lowest index).
 
     References
     ----------

@@ -51,6 +51,61 @@ def test_correct_variants_pass_every_test_cell(scenario):
     assert failing(execute(SCENARIOS[scenario])) == {}
 
 
+#: greedy_verify_tree bodies that follow another child with the matching token: the last
+#: one, or the one whose subtree matches deepest (the longest accepted path).
+OTHER_GREEDY_CHILDREN = {
+    "last matching child": """
+        tokens, parents = tree
+        node, emitted, path = 0, [], []
+        while True:
+            emitted.append(int(target_argmax[node]))
+            kids = [c for c in range(1, len(parents))
+                    if parents[c] == node and tokens[c] == target_argmax[node]]
+            if not kids:
+                return emitted, path
+            node = kids[-1]
+            path.append(node)
+        """,
+    "longest path": """
+        tokens, parents = list(tree[0]), list(tree[1])
+
+        def longest(node):
+            best = []
+            for c in range(1, len(parents)):
+                if parents[c] == node and tokens[c] == target_argmax[node]:
+                    below = [c] + longest(c)
+                    if len(below) > len(best):
+                        best = below
+            return best
+
+        path = longest(0)
+        return [tokens[v] for v in path] + [int(target_argmax[path[-1] if path else 0])], path
+        """,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(OTHER_GREEDY_CHILDREN))
+def test_greedy_passes_that_follow_another_matching_child_keep_their_points(rule):
+    """Where two children carry the target's argmax, either gives a right greedy pass."""
+    bodies = {"greedy_verify_tree": OTHER_GREEDY_CHILDREN[rule]}
+    assert failing(execute(bodies, only=GREEDY_CELLS)) == {}
+
+
+def test_a_greedy_pass_that_stops_while_a_child_still_matches_fails():
+    """Stopping after the first level, though a grandchild matches, is no right path: it
+    loses the values cell (its text still decodes greedily, only fewer tokens a pass)."""
+    body = """
+        tokens, parents = tree
+        for c in range(1, len(parents)):
+            if parents[c] == 0 and tokens[c] == target_argmax[0]:
+                return [int(tokens[c]), int(target_argmax[c])], [c]
+        return [int(target_argmax[0])], []
+        """
+    lost = failing(execute({"greedy_verify_tree": body}, only=GREEDY_CELLS))
+    assert set(lost) == {"test_greedy_verify_tree_values"}
+    assert "expected" in lost["test_greedy_verify_tree_values"]
+
+
 def test_broken_callees_cost_nothing_in_the_cells_that_use_them():
     """No cascade: multi_draft_accept and tree_expected_tokens are the reference's in the
     cells of verify_tree and chain_or_tree."""
@@ -354,7 +409,7 @@ GRADED_PHRASES = {
         "replaced by a correct one",
     ],
     "greedy_verify_tree": [
-        "first child (lowest",
+        "any matching child may be followed",
         "target_argmax at its last node",
         "plain greedy decoding",
     ],

@@ -30,6 +30,8 @@ def check_greedy_verify_tree(
     call = f"greedy_verify_tree(({tokens}, {parents}), {best})"
     emitted, path = _call(fn, tokens, parents, best, call)
     want = trees.greedy_verify_tree((tokens, parents), best)
+    if greedy_path(tokens, parents, best, path) and emitted == _emitted(tokens, best, path):
+        return  # another child with the same matching token followed: right too
     check_equal(
         (emitted, path),
         want,
@@ -49,6 +51,33 @@ def check_greedy_verify_tree(
             ),
         },
     )
+
+
+def greedy_path(
+    tokens: Sequence[int], parents: Sequence[int], best: Sequence[int], path: Sequence[int]
+) -> bool:
+    """True when ``path`` goes from the root through children whose token is the target's
+    argmax at their parent, and no child of its last node matches: a right greedy path.
+
+    Where two children carry the same matching token, each gives a right path; the
+    reference follows the first.
+
+    >>> greedy_path([5, 1, 1, 3], [-1, 0, 0, 2], [1, 0, 3, 0], [2, 3])
+    True
+    >>> greedy_path([5, 1, 1, 3], [-1, 0, 0, 2], [1, 0, 3, 0], [2])  # node 3 matches too
+    False
+    """
+    node = 0
+    for v in path:
+        if not 0 < v < len(parents) or parents[v] != node or tokens[v] != best[node]:
+            return False
+        node = v
+    return not any(parents[c] == node and tokens[c] == best[node] for c in range(1, len(parents)))
+
+
+def _emitted(tokens: Sequence[int], best: Sequence[int], path: Sequence[int]) -> list[int]:
+    """What a pass along ``path`` emits: its tokens, then the target's argmax at its end."""
+    return [tokens[v] for v in path] + [best[path[-1] if path else 0]]
 
 
 def check_greedy_tree_decoding(
