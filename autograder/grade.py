@@ -38,7 +38,7 @@ from typing import Any
 from traitlets.config import Config
 
 from autograder import sandbox as sandboxing
-from autograder.course import UsageError, find_course, load_config, notebooks
+from autograder.course import UsageError, db_url, find_course, load_config, notebooks
 from autograder.grading import forkserver
 from autograder.grading.job import Job, grade_job
 from autograder.grading.plan import Action, Decision, Plan, plan
@@ -46,6 +46,7 @@ from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
     GRADEBOOK_WAIT,
+    OpenGradebook,
     RecordError,
     load_result,
     load_results,
@@ -152,7 +153,9 @@ def grade(
         sync_gradebook(root, assignment, template_hash)
         job = Job(assignment, "", notebook, b"", template, run_root, timeout, notebook_timeout)
         job = replace(job, sandbox=sandbox, fork=fork, limits=limits, keep_scratch=keep_scratch)
-        recorder = _Recorder.open(out, config, notebook, template, feedback, gradebook_wait, notify)
+        recorder = _Recorder.open(
+            stack, out, config, notebook, template, feedback, gradebook_wait, notify
+        )
         decided = plan(
             collected.submissions, recorder.earlier(collected), job, template_hash, force=force
         )
@@ -332,10 +335,12 @@ class _Recorder:
     feedback: bool
     gradebook_wait: float
     notify: Callable[[str], None]
+    books: OpenGradebook  #: the course's gradebook, open for the whole run
 
     @classmethod
     def open(
         cls,
+        stack: ExitStack,
         out: GradeResult,
         config: Config,
         notebook: str,
@@ -344,10 +349,12 @@ class _Recorder:
         gradebook_wait: float,
         notify: Callable[[str], None],
     ) -> _Recorder:
-        """The recorder of ``out``'s run, its ``results/`` folder made."""
+        """The recorder of ``out``'s run, its ``results/`` folder made; ``stack`` closes
+        its gradebook."""
         out.results_dir.mkdir(parents=True, exist_ok=True)
         cells = template_test_cells(template, out.assignment, notebook)
-        return cls(out, config, notebook, cells, feedback, gradebook_wait, notify)
+        books = stack.enter_context(OpenGradebook(db_url(out.course, config), config))
+        return cls(out, config, notebook, cells, feedback, gradebook_wait, notify, books)
 
     def earlier(self, collected: Collected) -> dict[str, SubmissionResult | None]:
         """What earlier runs recorded for each student of the class (None: nothing readable)."""
@@ -371,6 +378,7 @@ class _Recorder:
                 self.out.results_dir,
                 gradebook_wait=self.gradebook_wait,
                 notify=self.notify,
+                books=self.books,
             )
         if kept:
             self.out.reused.append(decision.student)

@@ -7,6 +7,11 @@ keeps locked is waited for, with a bounded back-off; past the limit, or when the
 full, :class:`RecordError` stops the run.  The result is then still kept in ``results/``
 (``in_gradebook`` false), and the next run puts it in the gradebook without regrading it
 (:func:`record_pending`).
+
+A run keeps the gradebook open (:class:`OpenGradebook`): nbgrader's ``Gradebook`` makes a
+database engine and checks every table when it opens, and an engine kept open compiles
+each statement once.  Each result is still its own commit, and an error closes the
+gradebook, so the next attempt opens it anew.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from nbgrader.api import MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy.exc import SAWarning
 from traitlets.config import Config
 
@@ -59,12 +64,14 @@ def record(
     *,
     gradebook_wait: float = GRADEBOOK_WAIT,
     notify: Callable[[str], None] = warn,
+    books: OpenGradebook | None = None,
 ) -> None:
     """Record one finished submission: autograded notebook, gradebook, results JSON.
 
     The results JSON comes last, and is written even when the gradebook is not (its
     ``in_gradebook`` says which), before :class:`RecordError` is raised.  A roster-only
-    student (status ``missing``) gets a ``Student`` row and no submission.
+    student (status ``missing``) gets a ``Student`` row and no submission.  ``books`` is
+    the run's open gradebook (default: one opened and closed for this result).
     """
     student, assignment = result.student, result.assignment
     if not result.cells:
@@ -77,7 +84,7 @@ def record(
             folder.mkdir(parents=True, exist_ok=True)
             write_atomic(folder / f"{notebook}.ipynb", result.autograded)
             result.autograded = None
-    record_pending(course, config, notebook, result, results_dir, gradebook_wait, notify)
+    record_pending(course, config, notebook, result, results_dir, gradebook_wait, notify, books)
 
 
 def record_pending(
@@ -88,6 +95,7 @@ def record_pending(
     results_dir: Path,
     gradebook_wait: float = GRADEBOOK_WAIT,
     notify: Callable[[str], None] = warn,
+    books: OpenGradebook | None = None,
 ) -> None:
     """Put ``result`` in the gradebook, then save it in ``results_dir`` (also on failure).
 
@@ -95,7 +103,7 @@ def record_pending(
     """
     with stop_when_disk_full():
         try:
-            _write_gradebook(course, config, notebook, result, gradebook_wait, notify)
+            _write_gradebook(course, config, notebook, result, gradebook_wait, notify, books)
         finally:
             write_atomic(results_dir / f"{result.student}.json", result.to_json())
 
@@ -112,6 +120,41 @@ def stop_when_disk_full() -> Iterator[None]:
         raise RecordError(f"the disk is full: cannot write{where}: {exc.strerror}") from exc
 
 
+class OpenGradebook:
+    """The course's gradebook, opened at its first use and kept open until :meth:`close`.
+
+    After an error, :meth:`discard` rolls back and closes it; the next :meth:`get` opens it
+    anew, so a retry starts from a fresh connection.
+    """
+
+    def __init__(self, url: str, config: Config) -> None:
+        self.url, self.config = url, config
+        self._gradebook: Gradebook | None = None
+
+    def get(self) -> Gradebook:
+        """The open gradebook, opened now if it is not."""
+        if self._gradebook is None:
+            self._gradebook = gradebook(self.url, self.config)
+        return self._gradebook
+
+    def discard(self) -> None:
+        """Roll back what is not committed, and close the gradebook."""
+        if self._gradebook is not None:
+            gb, self._gradebook = self._gradebook, None
+            with contextlib.suppress(Exception):  # the connection may be broken already
+                gb.db.rollback()
+            with contextlib.suppress(Exception):
+                gb.close()
+
+    close = discard
+
+    def __enter__(self) -> OpenGradebook:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
 def _write_gradebook(
     course: Path,
     config: Config,
@@ -119,18 +162,23 @@ def _write_gradebook(
     result: SubmissionResult,
     wait: float,
     notify: Callable[[str], None],
+    books: OpenGradebook | None = None,
 ) -> None:
     """Write the scores, retrying with a growing pause while the gradebook is locked."""
     warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
-    url = db_url(course, config)
+    if books is None:
+        with OpenGradebook(db_url(course, config), config) as own:
+            return _write_gradebook(course, config, notebook, result, wait, notify, own)
+    url = books.url
     result.in_gradebook = False
     started, pause = time.monotonic(), 0.5
     while True:
         try:
-            _write_scores(url, config, notebook, result)
+            _write_scores(books.get(), config, notebook, result)
             result.in_gradebook = True
             return
         except Exception as exc:
+            books.discard()
             if is_disk_full(exc):
                 raise RecordError(f"the disk is full: cannot write the gradebook {url}") from exc
             if not _locked(exc):
@@ -149,28 +197,27 @@ def _write_gradebook(
             time.sleep(pause)
 
 
-def _write_scores(url: str, config: Config, notebook: str, result: SubmissionResult) -> None:
+def _write_scores(gb: Gradebook, config: Config, notebook: str, result: SubmissionResult) -> None:
     """The student's row, the submission's scores and nbgrader's late penalty, in one go."""
     student, assignment = result.student, result.assignment
-    with gradebook(url, config) as gb:
-        record_student(gb, result)
-        if result.status is not Status.MISSING:
-            gb.update_or_create_submission(assignment, student)
-            try:
-                grades = gb.find_submission_notebook(notebook, assignment, student).grades
-            except MissingEntry:
-                grades = []
-            by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
-            for cell in result.cells:
-                grade = by_name.get(cell.grade_id)
-                if grade is not None:
-                    grade.auto_score = cell.score
-                    grade.needs_manual_grade = False
-            gb.db.commit()
-            late = assign_late_penalty(gb, config, notebook, result)
-            if result.late is None:
-                result.late = late
+    record_student(gb, result)
+    if result.status is not Status.MISSING:
+        gb.update_or_create_submission(assignment, student)
+        try:
+            grades = gb.find_submission_notebook(notebook, assignment, student).grades
+        except MissingEntry:
+            grades = []
+        by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
+        for cell in result.cells:
+            grade = by_name.get(cell.grade_id)
+            if grade is not None:
+                grade.auto_score = cell.score
+                grade.needs_manual_grade = False
         gb.db.commit()
+        late = assign_late_penalty(gb, config, notebook, result)
+        if result.late is None:
+            result.late = late
+    gb.db.commit()
 
 
 def _locked(exc: BaseException) -> bool:
