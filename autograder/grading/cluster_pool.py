@@ -300,20 +300,13 @@ class DaskExecutor(ClusterExecutor):
             return  # blamed or abandoned meanwhile
         fn, job = call
         name = self._engine.ship(job.template)
-        key = f"grade_job-{uuid.uuid4().hex}"
-        with self._lock:  # known before it is sent: its worker's started event may come first
-            self._owners[key] = out
-        task = self._client.submit(run_job, fn, job, name, pure=False, key=key)
+        task = self._client.submit(
+            run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
+        )
         with self._lock:
-            gone = out not in self._calls  # blamed, abandoned or shut down meanwhile
-            if gone:
-                self._owners.pop(key, None)
-            else:
-                self._tasks[out] = task
-                self._launches[out] += 1
-        if gone:
-            self._client.cancel([task], force=True)
-            return
+            self._tasks[out] = task
+            self._owners[task.key] = out
+            self._launches[out] += 1
         task.add_done_callback(lambda task: self._settle(out, task))
 
     def _forget(self, out: Future):
@@ -350,7 +343,7 @@ class DaskExecutor(ClusterExecutor):
         with self._lock:
             for key in msg.get("processing-tasks") or ():
                 out = self._owners.get(key)
-                if out not in self._deaths or self._running.get(out) != msg.get("worker"):
+                if out is None or self._running.get(out) != msg.get("worker"):
                     continue
                 del self._running[out]
                 self._deaths[out] += 1
