@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,17 +53,13 @@ def full_marks(job):
 
 def one_run(work: Path, n: int, db_url: str | None) -> dict:
     """Grade ``n`` copies in a new course under ``work``; the figures of the run."""
+    from gradebook_writes import new_course  # the same course: E7.2, this gradebook
+
     from autograder.grade import grade
     from autograder.intake.collect import collect_class
     from autograder.release import release
 
-    course = work / "course"
-    course.mkdir(parents=True)
-    shutil.copy2(REPO / "nbgrader_config.py", course)
-    if db_url:
-        with open(course / "nbgrader_config.py", "a", encoding="utf-8") as fh:
-            fh.write(f"\nc.CourseDirectory.db_url = {db_url!r}\n")
-    shutil.copytree(REPO / "source" / ASSIGNMENT, course / "source" / ASSIGNMENT)
+    course = new_course(work / "course", db_url)
     release(ASSIGNMENT, course=course, check=False)
     subs = work / "class"
     subs.mkdir()
@@ -95,7 +90,6 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="bench-record-") as tmp:
             print(json.dumps(one_run(Path(tmp), n, url or None)))
         return
-    databases = {"sqlite": ""}
     server = None
     if args.postgres:
         sys.path.insert(0, str(REPO / "tests"))
@@ -106,7 +100,6 @@ def main() -> None:
         for n in args.n:
             for name in ["sqlite", "postgresql"] if server else ["sqlite"]:
                 url = server.create_database(f"record_{n}") if name == "postgresql" else ""
-                databases[name] = url
                 out = subprocess.run(
                     [sys.executable, __file__, "--child", str(n), url],
                     capture_output=True,
