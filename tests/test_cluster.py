@@ -197,6 +197,41 @@ def test_a_scheduler_with_its_own_settings_blames_a_submission_at_its_second_dea
         assert setting in note, notes
 
 
+def test_a_blamed_job_that_the_scheduler_runs_again_is_stopped_at_once(mini_course, tmp_path):
+    """A scheduler that retries on its own (Dask's defaults) hands ``mallory``'s job to the
+    idle worker at its second death, before grade's cancel reaches it; that worker is
+    ended at once, so the job never takes down a third worker.
+    """
+    release = released_notebook(mini_course, "mini", "mini")
+    subs = tmp_path / "subs"
+    for name in ("alice", "mallory"):
+        write_nb(subs / f"{name}.ipynb", fill(release, **CORRECT))
+    deaths = tmp_path / "deaths.txt"
+    path = {"PYTHONPATH": str(REPO / "tests")}
+    scheduler, address = start_scheduler(tmp_path, settings=path)
+    env = environment(**path, **{DEATHS_FILE: str(deaths)})
+    workers = [start_worker(address, tmp_path, f"w{i}", env=env) for i in range(2)]
+    try:
+        result = grade(
+            "mini",
+            submissions=subs,
+            course=mini_course,
+            scheduler=address,
+            sandbox=SANDBOX,
+            job_fn=crash_some,
+        )
+    finally:
+        for worker in workers:
+            worker.stop()
+        scheduler.stop()
+    outcomes = {s: (r.status.value, r.score, r.reason) for s, r in result.results.items()}
+    assert outcomes == {
+        "alice": ("graded", 4, ""),
+        "mallory": ("failed", 0, "the grading worker crashed on this submission"),
+    }
+    assert deaths.read_text().split() == ["mallory", "mallory"]
+
+
 def test_grading_over_tls_on_a_local_cluster(mini_course, tmp_path):
     """Certificates from the README's openssl commands; every connection is TLS."""
     certs = make_certificates(tmp_path / "certs")

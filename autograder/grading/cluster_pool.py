@@ -14,8 +14,12 @@ Failures map onto the local pool's results.  Whatever the scheduler's own
 workers: the executor counts the deaths itself, from the scheduler's ``remove-worker``
 events, runs a job again when the scheduler gave up on it sooner, and cancels it when the
 scheduler would retry it again; the job is then ``failed`` with the same reason as a crash
-in the local pool.  A job past its hard deadline is cancelled and its worker restarted
-through its nanny (:meth:`DaskExecutor.abandon`).
+in the local pool.  A scheduler that retries on its own may already have handed a blamed
+job to another worker when the cancel reaches it, and a running task cannot be cancelled:
+that worker's process is ended as soon as it says it has started the job
+(:func:`~autograder.grading.cluster_worker.stop_blamed_job`; its nanny starts another).
+A job past its hard deadline is cancelled and its worker restarted through its nanny
+(:meth:`DaskExecutor.abandon`).
 """
 
 from __future__ import annotations
@@ -279,6 +283,8 @@ class DaskExecutor(ClusterExecutor):
         self._deaths: dict[Future, int] = {}  # our future -> workers its job took down
         self._launches: dict[Future, int] = {}  # our future -> Dask tasks it has had
         self._running: dict[Future, str] = {}  # our future -> the worker that started it
+        self._blamed: set[str] = set()  # Dask keys of blamed jobs no worker has started again
+        self._stops: list[threading.Thread] = []  # stopping workers that started one anyway
         self._lock = threading.Lock()  # Dask runs done-callbacks in a thread of its own
         self._client.subscribe_topic("all", self._on_event)
         self._client.subscribe_topic(cluster_worker.STARTED_TOPIC, self._on_started)
@@ -319,12 +325,35 @@ class DaskExecutor(ClusterExecutor):
         return task
 
     def _on_started(self, event) -> None:
-        """Note which worker has started a job (the worker's event, in the client's loop)."""
+        """Note which worker has started a job (the worker's event, in the client's loop).
+
+        A worker that has started a blamed job again is stopped, from a thread of its own:
+        this loop must go on reading the scheduler's messages meanwhile.
+        """
         _, msg = event
+        if not isinstance(msg, dict):
+            return
+        key, worker = msg.get("key"), msg.get("worker")
         with self._lock:
-            out = self._owners.get(msg.get("key")) if isinstance(msg, dict) else None
+            out = self._owners.get(key)
             if out is not None:
-                self._running[out] = msg.get("worker")
+                self._running[out] = worker
+            elif key in self._blamed:
+                self._blamed.discard(key)
+                stop = threading.Thread(
+                    target=self._stop_blamed, args=([key], [worker]), name="specdec-stop"
+                )
+                self._stops.append(stop)
+                stop.start()
+
+    def _stop_blamed(self, keys: list[str], workers: list[str] | None) -> None:
+        """End the process of each of ``workers`` (None: all) that runs one of ``keys``."""
+        try:
+            self._client.run(
+                cluster_worker.stop_blamed_job, keys, workers=workers, on_error="ignore"
+            )
+        except Exception:  # a worker's process ended while it was asked: as intended
+            pass
 
     async def _on_event(self, event) -> None:
         """Count a worker's death against the job it was running; blame at the limit.
@@ -348,6 +377,7 @@ class DaskExecutor(ClusterExecutor):
                 del self._running[out]
                 self._deaths[out] += 1
                 if self._deaths[out] >= DEATHS_TO_BLAME:
+                    self._blamed.add(key)
                     blamed.append((out, self._forget(out)))
         for out, task in blamed:
             await self._client.cancel([task], force=True, asynchronous=True)
@@ -417,11 +447,22 @@ class DaskExecutor(ClusterExecutor):
             self._client.restart_workers(workers, raise_for_error=False)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop listening to the cluster; leave no job of this run running on it.
+
+        A blamed job that a worker started again after the last event read is stopped
+        there too: every worker is asked, once, for the blamed jobs not seen again.
+        """
         self._client.unsubscribe_topic("all")
         self._client.unsubscribe_topic(cluster_worker.STARTED_TOPIC)
         with self._lock:
             tasks, self._tasks = list(self._tasks.values()), {}
             for held in (self._owners, self._calls, self._deaths, self._launches, self._running):
                 held.clear()
+            unseen, self._blamed = sorted(self._blamed), set()
+            stops, self._stops = self._stops, []
+        if unseen:
+            self._stop_blamed(unseen, None)
+        for stop in stops:
+            stop.join()
         if cancel_futures and tasks:
             self._client.cancel(tasks, force=True)

@@ -19,7 +19,8 @@ source notebook, gradebook template; no shared filesystem is assumed).  Every wo
 those already running and those that join later, checks the fingerprint and refuses
 to grade (it closes, nanny included) when it differs; otherwise it unpacks the template
 into its own local directory, once per template hash.  :func:`run_job` is the task
-that grades one submission on the worker, in scratch directories local to it.
+that grades one submission on the worker, in scratch directories local to it, and
+:func:`stop_blamed_job` ends a worker that has started a job the run already blamed.
 
 Dask's preload manager logs and ignores an ordinary exception from ``dask_setup``,
 so a refusal is :class:`WorkerRefused`, a ``BaseException``, which stops the worker.
@@ -196,6 +197,28 @@ class CourseSetup(WorkerPlugin):
         except OSError:  # unpacked meanwhile by another job of this worker
             shutil.rmtree(staging, ignore_errors=True)
         return target
+
+
+#: The exit status of a worker process ended because it ran a blamed job again.
+STOPPED_BLAMED = 70
+
+
+def stop_blamed_job(keys: list[str], dask_worker) -> bool:
+    """End this worker's process at once if it is running one of ``keys``, blamed jobs.
+
+    Run by the instructor's client (``Client.run``) on a worker that started a job the
+    run has already blamed: a scheduler that retries on its own handed it over before
+    the client's cancel arrived, and a task that runs cannot be cancelled.  The worker
+    has one thread, so the job is all it runs; its nanny starts a fresh process.
+    Returns False, and does nothing, when none of them runs here.
+    """
+    running = dask_worker.active_keys.intersection(keys)
+    if not running:
+        return False
+    names = ", ".join(sorted(running))
+    logger.error("specdec-course: ending this worker: it runs %s, a blamed job", names)
+    logging.shutdown()
+    os._exit(STOPPED_BLAMED)
 
 
 def run_job(fn, job, name: str) -> dict:
