@@ -138,6 +138,38 @@ def test_separately_started_workers_grade_and_a_killed_one_costs_only_its_job(
         assert len(gb.find_assignment("mini").submissions) == n  # each student once
 
 
+def _grade_with_crashes(course: Path, tmp_path: Path, students: dict, settings: dict):
+    """Grade ``students`` (name -> answers) with :func:`crash_some` on ``dask scheduler``
+    with ``settings`` and two workers; return the run's result and the deaths noted.
+    """
+    release = released_notebook(course, "mini", "mini")
+    subs = tmp_path / "subs"
+    for name, answers in students.items():
+        write_nb(subs / f"{name}.ipynb", fill(release, **answers))
+    deaths = tmp_path / "deaths.txt"
+    # The scheduler and the workers unpickle the job function: they import it from tests/.
+    path = {"PYTHONPATH": str(REPO / "tests")}
+    scheduler, address = start_scheduler(tmp_path, settings={**settings, **path})
+    env = environment(**path, **{DEATHS_FILE: str(deaths)})
+    workers = [start_worker(address, tmp_path, f"w{i}", env=env) for i in range(2)]
+    try:
+        result = grade(
+            "mini",
+            submissions=subs,
+            course=course,
+            scheduler=address,
+            sandbox=SANDBOX,
+            job_fn=crash_some,
+        )
+    finally:
+        for worker in workers:
+            worker.stop()
+        scheduler.stop()
+    outcomes = {s: (r.status.value, r.score, r.reason) for s, r in result.results.items()}
+    assert deaths.exists(), outcomes
+    return result, outcomes, sorted(deaths.read_text().split())
+
+
 @pytest.mark.parametrize(
     ("settings", "adapted"),
     [
@@ -157,34 +189,9 @@ def test_a_scheduler_with_its_own_settings_blames_a_submission_at_its_second_dea
     A worker that dies once under a job (``victim``) costs that job nothing; a submission
     whose job kills every worker it runs on (``mallory``) is failed after exactly two.
     """
-    release = released_notebook(mini_course, "mini", "mini")
-    subs = tmp_path / "subs"
-    for name, answers in (("alice", CORRECT), ("bob", WRONG_SQUARE)):
-        write_nb(subs / f"{name}.ipynb", fill(release, **answers))
-    for name in ("victim", "mallory"):
-        write_nb(subs / f"{name}.ipynb", fill(release, **CORRECT))
-    deaths = tmp_path / "deaths.txt"
-    # The scheduler and the workers unpickle the job function: they import it from tests/.
-    path = {"PYTHONPATH": str(REPO / "tests")}
-    scheduler, address = start_scheduler(tmp_path, settings={**settings, **path})
-    env = environment(**path, **{DEATHS_FILE: str(deaths)})
-    workers = [start_worker(address, tmp_path, f"w{i}", env=env) for i in range(2)]
-    try:
-        result = grade(
-            "mini",
-            submissions=subs,
-            course=mini_course,
-            scheduler=address,
-            sandbox=SANDBOX,
-            job_fn=crash_some,
-        )
-    finally:
-        for worker in workers:
-            worker.stop()
-        scheduler.stop()
-    outcomes = {s: (r.status.value, r.score, r.reason) for s, r in result.results.items()}
-    assert deaths.exists(), outcomes
-    assert sorted(deaths.read_text().split()) == ["mallory", "mallory", "victim"]
+    students = {"alice": CORRECT, "bob": WRONG_SQUARE, "victim": CORRECT, "mallory": CORRECT}
+    result, outcomes, deaths = _grade_with_crashes(mini_course, tmp_path, students, settings)
+    assert deaths == ["mallory", "mallory", "victim"]
     assert outcomes == {
         "alice": ("graded", 4, ""),
         "bob": ("graded", 2, ""),
@@ -202,34 +209,13 @@ def test_a_blamed_job_that_the_scheduler_runs_again_is_stopped_at_once(mini_cour
     idle worker at its second death, before grade's cancel reaches it; that worker is
     ended at once, so the job never takes down a third worker.
     """
-    release = released_notebook(mini_course, "mini", "mini")
-    subs = tmp_path / "subs"
-    for name in ("alice", "mallory"):
-        write_nb(subs / f"{name}.ipynb", fill(release, **CORRECT))
-    deaths = tmp_path / "deaths.txt"
-    path = {"PYTHONPATH": str(REPO / "tests")}
-    scheduler, address = start_scheduler(tmp_path, settings=path)
-    env = environment(**path, **{DEATHS_FILE: str(deaths)})
-    workers = [start_worker(address, tmp_path, f"w{i}", env=env) for i in range(2)]
-    try:
-        result = grade(
-            "mini",
-            submissions=subs,
-            course=mini_course,
-            scheduler=address,
-            sandbox=SANDBOX,
-            job_fn=crash_some,
-        )
-    finally:
-        for worker in workers:
-            worker.stop()
-        scheduler.stop()
-    outcomes = {s: (r.status.value, r.score, r.reason) for s, r in result.results.items()}
+    students = {"alice": CORRECT, "mallory": CORRECT}
+    _, outcomes, deaths = _grade_with_crashes(mini_course, tmp_path, students, {})
     assert outcomes == {
         "alice": ("graded", 4, ""),
         "mallory": ("failed", 0, "the grading worker crashed on this submission"),
     }
-    assert deaths.read_text().split() == ["mallory", "mallory"]
+    assert deaths == ["mallory", "mallory"]
 
 
 def test_grading_over_tls_on_a_local_cluster(mini_course, tmp_path):
