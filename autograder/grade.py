@@ -10,10 +10,11 @@
    nbgrader's ``submitted/`` yet is added there (never deleting anything);
 4. the engine (``_Engine``) runs one :class:`~autograder.grading.job.Job` per graded
    submission: the local worker pool (:mod:`autograder.grading.pool`) or a Dask cluster;
-5. the record step (``_Recorder.record``), for each result as it arrives: its key and
-   who the student is, the gradebook, ``results/<student>.json``
-   (:mod:`autograder.grading.record`, the only writer of the course's gradebook,
-   ``autograded/`` and ``reports/<assignment>/``), and the feedback page;
+5. the record step (``_Recorder``, on :mod:`autograder.grading.record`, the only writer
+   of the course's gradebook, ``autograded/`` and ``reports/<assignment>/``): each
+   result, as it arrives, gets its key and who the student is, and is staged
+   (``autograded/``, ``results/<student>.json`` pending); the staged results go into the
+   gradebook a batch per commit, and then each gets its feedback page;
 6. ``_finish``: ``grades.csv``, ``cells.csv`` and the run's summary.
 
 A run that is killed midway loses nothing: running it again grades only what is
@@ -29,9 +30,10 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +47,15 @@ from autograder.grading.plan import Action, Decision, Plan, plan
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
 from autograder.grading.record import (
+    BATCH_SECONDS,
+    BATCH_SIZE,
     GRADEBOOK_WAIT,
     OpenGradebook,
     RecordError,
+    commit,
     load_result,
     load_results,
-    record,
+    stage,
     stop_when_disk_full,
     warn,
     write_csvs,
@@ -62,6 +67,7 @@ from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
 from autograder.intake.submitted import copy_exchange_files, store_submitted
 from autograder.render.feedback_page import write_pages
+from autograder.render.page import release_notebooks
 
 
 def grade(
@@ -164,15 +170,17 @@ def grade(
         for decision in decided.decisions:  # what needs no worker, before the workers start
             if decision.action is not Action.GRADE:
                 recorder.record(decision)
+        recorder.commit()
         graded = {d.student: d for d in decided.of(Action.GRADE)}
         finished = engine.run(
             decided.jobs, job_fn, hard_timeout or notebook_timeout + 2 * timeout + 120
         )
+        recorded: list[str] = []
         with contextlib.closing(finished):  # a RecordError stops the workers at once
-            for n, (done, result) in enumerate(finished, start=1):
-                recorder.record(graded[done.student], result)
-                if progress:
-                    progress(done.student, n, len(graded), engine.workers_now())
+            for done, result in finished:
+                committed = recorder.record(graded[done.student], result)
+                _report(progress, committed, recorded, len(graded), engine)
+            _report(progress, recorder.commit(), recorded, len(graded), engine)
     return _finish(out)
 
 
@@ -184,6 +192,20 @@ def open_assignment(course: Path | str | None, assignment: str) -> tuple[Path, C
     if len(names) != 1:
         raise UsageError(f"assignment {assignment!r} has {len(names)} notebooks; one is supported")
     return root, config, names[0]
+
+
+def _report(
+    progress: Callable[[str, int, int, int], None] | None,
+    committed: list[str],
+    recorded: list[str],
+    total: int,
+    engine: _Engine,
+) -> None:
+    """Add ``committed`` to ``recorded``, calling ``progress`` for each (see :func:`grade`)."""
+    for student in committed:
+        recorded.append(student)
+        if progress:
+            progress(student, len(recorded), total, engine.workers_now())
 
 
 def _collect(
@@ -236,11 +258,13 @@ def _sandbox_limits(check: bool = True) -> sandboxing.Limits:
     return sandboxing.Limits()
 
 
-def _write_feedback(assignment: str, course: Path, student: str) -> None:
+def _write_feedback(
+    assignment: str, course: Path, student: str, releases: dict[str, Any] | None = None
+) -> None:
     """Write one student's feedback page; a full disk stops the run, other errors warn."""
     try:
         with stop_when_disk_full():
-            write_pages(course, assignment, student=student)
+            write_pages(course, assignment, student=student, releases=releases)
             copy_exchange_files(
                 course, assignment, student
             )  # what `nbgrader release_feedback` reads
@@ -248,6 +272,15 @@ def _write_feedback(assignment: str, course: Path, student: str) -> None:
         raise
     except Exception as exc:  # a page that cannot be written costs no grade
         print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
+
+
+def _release_notebooks(course: Path, assignment: str) -> dict[str, Any] | None:
+    """The release notebooks for the run's pages; None, when they cannot be read (each
+    page then says why, as it would without a run)."""
+    try:
+        return release_notebooks(course, assignment)
+    except Exception:
+        return None
 
 
 def _run_result(
@@ -326,7 +359,14 @@ class _Engine:
 
 @dataclass
 class _Recorder:
-    """The record step: each student's result into the course, and their feedback page."""
+    """The record step: each student's result into the course, and their feedback page.
+
+    Results are staged as they arrive, and committed to the gradebook together once
+    :data:`~autograder.grading.record.BATCH_SIZE` wait or
+    :data:`~autograder.grading.record.BATCH_SECONDS` have passed since the last commit:
+    a class graded slowly commits each result as it comes, and one graded fast commits
+    in batches.
+    """
 
     out: GradeResult
     config: Config
@@ -336,6 +376,11 @@ class _Recorder:
     gradebook_wait: float
     notify: Callable[[str], None]
     books: OpenGradebook  #: the course's gradebook, open for the whole run
+    #: staged results waiting for the gradebook, with their decisions
+    staged: list[tuple[Decision, SubmissionResult]] = field(default_factory=list)
+    committed_at: float = field(default_factory=time.monotonic)
+    #: the release notebooks the pages show, read at the run's first page
+    releases: dict[str, Any] | None = None
 
     @classmethod
     def open(
@@ -361,31 +406,44 @@ class _Recorder:
         folder = self.out.results_dir
         return {s.student: load_result(folder / f"{s.student}.json") for s in collected.submissions}
 
-    def record(self, decision: Decision, graded: SubmissionResult | None = None) -> None:
-        """Record ``decision``'s result: key, identity, gradebook, results JSON, page.
+    def record(self, decision: Decision, graded: SubmissionResult | None = None) -> list[str]:
+        """Stage ``decision``'s result (its key, who the student is), and commit what is
+        staged when it is time; return the students whose new results that committed.
 
         A kept result is recorded again only when ``decision.rerecord``, and gets no page.
         """
-        kept = decision.action is Action.KEEP
-        if not kept or decision.rerecord:
-            result = decision.recorded(graded)
-            record(
-                self.out.course,
-                self.config,
-                self.notebook,
-                self.test_cells,
-                result,
-                self.out.results_dir,
-                gradebook_wait=self.gradebook_wait,
-                notify=self.notify,
-                books=self.books,
-            )
-        if kept:
+        if decision.action is Action.KEEP and not decision.rerecord:
             self.out.reused.append(decision.student)
-            return
-        self.out.graded_now.append(decision.student)
-        if self.feedback and result.status is not Status.MISSING:
-            _write_feedback(self.out.assignment, self.out.course, decision.student)
+            return []
+        result = decision.recorded(graded)
+        stage(self.out.course, self.notebook, self.test_cells, result, self.out.results_dir)
+        self.staged.append((decision, result))
+        due = time.monotonic() - self.committed_at >= BATCH_SECONDS
+        return self.commit() if due or len(self.staged) >= BATCH_SIZE else []
+
+    def commit(self) -> list[str]:
+        """Put every staged result in the gradebook (one commit), then write the pages of
+        the new ones; return those students."""
+        if not self.staged:
+            return []
+        batch, self.staged = self.staged, []
+        results = [result for _, result in batch]
+        course, results_dir = self.out.course, self.out.results_dir
+        wait, notify = self.gradebook_wait, self.notify
+        commit(course, self.config, self.notebook, results, results_dir, wait, notify, self.books)
+        self.committed_at = time.monotonic()
+        new = []
+        for decision, result in batch:
+            if decision.action is Action.KEEP:
+                self.out.reused.append(decision.student)
+                continue
+            new.append(decision.student)
+            if self.feedback and result.status is not Status.MISSING:
+                if self.releases is None:
+                    self.releases = _release_notebooks(course, self.out.assignment)
+                _write_feedback(self.out.assignment, course, decision.student, self.releases)
+        self.out.graded_now.extend(new)
+        return new
 
 
 def _finish(out: GradeResult) -> GradeResult:

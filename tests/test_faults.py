@@ -455,6 +455,50 @@ def test_a_gradebook_locked_too_long_stops_the_run_and_loses_nothing(mini_course
     assert csv_scores(mini_course) == EXPECTED
 
 
+def test_a_grader_killed_between_a_batch_and_its_commit_loses_nothing(
+    mini_course, three_subs, tmp_path
+):
+    """SIGKILL ``grade`` once it has staged a batch (autograded notebooks, results JSON)
+    and waits to commit it (the gradebook locked by another program): the batch stays
+    pending, not in the gradebook, and the next run commits it without grading it again."""
+    first = tmp_path / "first"  # s0 alone: the gradebook knows the assignment, s0 is kept
+    first.mkdir()
+    (first / "s0.ipynb").write_bytes((three_subs / "s0.ipynb").read_bytes())
+    grade("mini", submissions=first, course=mini_course, workers=1, sandbox=SANDBOX)
+    results = mini_course / "reports/mini/results"
+    args = CLI + ["grade", "mini", "--submissions", str(three_subs), "--course", str(mini_course)]
+    args += ["--workers", "2", "--gradebook-wait", "600"]
+    holder = GradebookHolder(mini_course)
+    try:
+        said = tmp_path / "grade.err"
+        with open(said, "w") as err:
+            proc = subprocess.Popen(args, start_new_session=True, stdout=err, stderr=err)
+        try:
+            waiting = wait_for(lambda: "gradebook is locked" in said.read_text(), timeout=120)
+            assert waiting, said.read_text()
+            staged = {p.stem: json.loads(p.read_text()) for p in results.glob("*.json")}
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        holder.release()
+    finally:
+        holder.close()
+    batch = sorted(set(staged) - {"s0"})
+    assert batch, staged
+    for student in batch:
+        assert staged[student]["in_gradebook"] is False
+        assert staged[student]["score"] == EXPECTED[student]
+        assert (mini_course / "autograded" / student / "mini/mini.ipynb").is_file()
+    assert gradebook_scores(mini_course) == {"s0": 4.0}  # the batch's commit never happened
+
+    again = grade("mini", submissions=three_subs, course=mini_course, workers=2, sandbox=SANDBOX)
+    assert set(batch) <= set(again.reused) and not set(batch) & set(again.graded_now)
+    assert sorted(again.reused + again.graded_now) == ["s0", "s1", "s2"]
+    assert gradebook_scores(mini_course) == EXPECTED
+    assert csv_scores(mini_course) == EXPECTED
+    assert all(r.in_gradebook for r in load_results(results).values())
+
+
 # ---------------------------------------------------------------------------------------
 # A full disk is reported, not corrupted
 # ---------------------------------------------------------------------------------------

@@ -1,17 +1,25 @@
 """Record finished submissions in the course: results JSON, autograded notebook, gradebook, CSVs.
 
-Only the parent process writes here.  Each result is written as it arrives, each file
-whole or not at all (:func:`~autograder.files.write_atomic`), so a killed run loses
-nothing and the next one resumes.  A gradebook that another program (the formgrader)
-keeps locked is waited for, with a bounded back-off; past the limit, or when the disk is
-full, :class:`RecordError` stops the run.  The result is then still kept in ``results/``
-(``in_gradebook`` false), and the next run puts it in the gradebook without regrading it
-(:func:`record_pending`).
+Only the parent process writes here, each file whole or not at all
+(:func:`~autograder.files.write_atomic`).  A result is recorded in two steps:
+
+1. :func:`stage`, as it arrives: its autograded notebook, then ``results/<student>.json``
+   marked ``in_gradebook`` false.  From then on no run grades it again: a run killed
+   before step 2 leaves it pending, and the next run puts it in the gradebook as it is.
+2. :func:`commit`, for a batch of staged results: their gradebook rows in one
+   transaction, and once that commit has returned, each JSON marked ``in_gradebook``.
+   A result counts as recorded only then.
+
+A gradebook that another program (the formgrader) keeps locked is waited for, with a
+bounded back-off; past the limit, or when the disk is full, :class:`RecordError` stops
+the run, and what it staged stays pending.
 
 A run keeps the gradebook open (:class:`OpenGradebook`): nbgrader's ``Gradebook`` makes a
 database engine and checks every table when it opens, and an engine kept open compiles
-each statement once.  Each result is still its own commit, and an error closes the
-gradebook, so the next attempt opens it anew.
+each statement once.  nbgrader's methods commit as they go; inside
+:meth:`OpenGradebook.transaction` those commits are held back, so that a batch costs one
+commit (one ``fsync`` for SQLite).  An error closes the gradebook, so the next attempt
+opens it anew.
 """
 
 from __future__ import annotations
@@ -26,8 +34,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.api import Grade, Gradebook, GradeCell, MissingEntry
 from sqlalchemy.exc import SAWarning
+from sqlalchemy.orm import scoped_session, sessionmaker
 from traitlets.config import Config
 
 from autograder.course import db_url, gradebook
@@ -39,6 +48,10 @@ from autograder.intake.submitted import nbgrader_timestamp, sha256
 
 #: Seconds to wait, by default, for a gradebook that another program keeps locked.
 GRADEBOOK_WAIT = 120.0
+#: A run commits what it has staged once this many results wait, or once this many
+#: seconds have passed since its last commit, whichever comes first (and at its end).
+BATCH_SIZE = 200
+BATCH_SECONDS = 0.5
 
 
 class RecordError(Exception):
@@ -66,45 +79,61 @@ def record(
     notify: Callable[[str], None] = warn,
     books: OpenGradebook | None = None,
 ) -> None:
-    """Record one finished submission: autograded notebook, gradebook, results JSON.
+    """Record one finished submission at once: :func:`stage` it, then :func:`commit` it.
 
-    The results JSON comes last, and is written even when the gradebook is not (its
-    ``in_gradebook`` says which), before :class:`RecordError` is raised.  A roster-only
-    student (status ``missing``) gets a ``Student`` row and no submission.  ``books`` is
-    the run's open gradebook (default: one opened and closed for this result).
+    ``books`` is the run's open gradebook (default: one opened and closed for this result).
+    """
+    stage(course, notebook, test_cells, result, results_dir)
+    commit(course, config, notebook, [result], results_dir, gradebook_wait, notify, books)
+
+
+def stage(
+    course: Path,
+    notebook: str,
+    test_cells: dict[str, float],
+    result: SubmissionResult,
+    results_dir: Path,
+) -> None:
+    """Write a finished submission's autograded notebook, then its results JSON, pending.
+
+    The JSON says ``in_gradebook`` false until :func:`commit` has put the result in the
+    gradebook.  A result with no cells gets each test cell, not graded, with the reason.
     """
     student, assignment = result.student, result.assignment
     if not result.cells:
         reason = result.reason or "not graded"
         result.cells = [CellResult.not_graded(gid, pts, reason) for gid, pts in test_cells.items()]
     result.total()
+    result.in_gradebook = False
     with stop_when_disk_full():
         if result.autograded is not None:
             folder = course / "autograded" / student / assignment
             folder.mkdir(parents=True, exist_ok=True)
             write_atomic(folder / f"{notebook}.ipynb", result.autograded)
             result.autograded = None
-    record_pending(course, config, notebook, result, results_dir, gradebook_wait, notify, books)
+        write_atomic(results_dir / f"{student}.json", result.to_json())
 
 
-def record_pending(
+def commit(
     course: Path,
     config: Config,
     notebook: str,
-    result: SubmissionResult,
+    results: list[SubmissionResult],
     results_dir: Path,
     gradebook_wait: float = GRADEBOOK_WAIT,
     notify: Callable[[str], None] = warn,
     books: OpenGradebook | None = None,
 ) -> None:
-    """Put ``result`` in the gradebook, then save it in ``results_dir`` (also on failure).
+    """Put staged ``results`` in the gradebook in one commit, then mark each JSON so.
 
-    Also serves a result that an earlier run graded but could not put in the gradebook.
+    Also serves results that an earlier run staged but did not put in the gradebook.  A
+    roster-only student (status ``missing``) gets a ``Student`` row and no submission.
+    When the gradebook cannot be written, :class:`RecordError` is raised and every JSON
+    stays pending.
     """
     with stop_when_disk_full():
-        try:
-            _write_gradebook(course, config, notebook, result, gradebook_wait, notify, books)
-        finally:
+        _write_gradebook(course, config, notebook, results, gradebook_wait, notify, books)
+        for result in results:
             write_atomic(results_dir / f"{result.student}.json", result.to_json())
 
 
@@ -137,6 +166,33 @@ class OpenGradebook:
             self._gradebook = gradebook(self.url, self.config)
         return self._gradebook
 
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Gradebook]:
+        """The open gradebook, with the commits that nbgrader's methods make in it held back
+        until the block ends, where they become one commit; an error rolls back them all.
+
+        nbgrader's session is bound, for the block, to a connection whose transaction it
+        joins in SQLAlchemy's ``rollback_only`` mode: its commits only flush.
+        """
+        gb = self.get()
+        plain = gb.db
+        with gb.engine.connect() as connection:
+            outer = connection.begin()
+            gb.db = scoped_session(
+                sessionmaker(bind=connection, autoflush=True, join_transaction_mode="rollback_only")
+            )
+            try:
+                yield gb
+                gb.db.flush()
+                outer.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):  # the connection may be broken already
+                    outer.rollback()
+                raise
+            finally:
+                gb.db.remove()
+                gb.db = plain
+
     def discard(self) -> None:
         """Roll back what is not committed, and close the gradebook."""
         if self._gradebook is not None:
@@ -159,23 +215,26 @@ def _write_gradebook(
     course: Path,
     config: Config,
     notebook: str,
-    result: SubmissionResult,
+    results: list[SubmissionResult],
     wait: float,
     notify: Callable[[str], None],
     books: OpenGradebook | None = None,
 ) -> None:
-    """Write the scores, retrying with a growing pause while the gradebook is locked."""
+    """Write the scores in one transaction, retrying with a growing pause while the
+    gradebook is locked."""
     warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
     if books is None:
         with OpenGradebook(db_url(course, config), config) as own:
-            return _write_gradebook(course, config, notebook, result, wait, notify, own)
+            return _write_gradebook(course, config, notebook, results, wait, notify, own)
     url = books.url
-    result.in_gradebook = False
     started, pause = time.monotonic(), 0.5
     while True:
         try:
-            _write_scores(books.get(), config, notebook, result)
-            result.in_gradebook = True
+            with books.transaction() as gb:
+                for result in results:
+                    _write_scores(gb, config, notebook, result)
+            for result in results:
+                result.in_gradebook = True
             return
         except Exception as exc:
             books.discard()
@@ -204,10 +263,16 @@ def _write_scores(gb: Gradebook, config: Config, notebook: str, result: Submissi
     if result.status is not Status.MISSING:
         gb.update_or_create_submission(assignment, student)
         try:
-            grades = gb.find_submission_notebook(notebook, assignment, student).grades
+            nb_id = gb.find_submission_notebook(notebook, assignment, student).id
         except MissingEntry:
-            grades = []
-        by_name = {grade.name: grade for grade in grades}  # one query, not one per cell
+            nb_id = None
+        # The grades with their cells' names in one query, not one more query per cell.
+        named = (
+            gb.db.query(Grade, GradeCell.name)
+            .join(GradeCell, Grade.cell_id == GradeCell.id)
+            .filter(Grade.notebook_id == nb_id)
+        )
+        by_name = {name: grade for grade, name in named}
         for cell in result.cells:
             grade = by_name.get(cell.grade_id)
             if grade is not None:

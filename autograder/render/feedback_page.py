@@ -72,15 +72,24 @@ _SOLUTION_BLOCK = re.compile(
 )
 
 
-def write_pages(course: Path, assignment: str, *, student: str | None = None) -> list[Path]:
+def write_pages(
+    course: Path,
+    assignment: str,
+    *,
+    student: str | None = None,
+    releases: dict[str, NotebookNode] | None = None,
+) -> list[Path]:
     """Write ``feedback/<student>/<assignment>/<notebook>.html`` for each recorded result
     (or only ``student``'s) in the course root ``course``; return the paths, by student.
 
-    A UsageError says what is missing (an unknown assignment, no results yet).
+    ``releases`` are the assignment's :func:`release_notebooks`, when the caller has read
+    them already (``grade`` reads them once for the pages of its run).  A UsageError says
+    what is missing (an unknown assignment, no results yet).
     """
     check_assignment(course, assignment)
     results = load_results(course, assignment, student=student)
-    releases = release_notebooks(course, assignment)
+    if releases is None:
+        releases = release_notebooks(course, assignment)
 
     pages = []
     for sid, result in sorted(results.items()):
