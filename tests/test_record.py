@@ -68,3 +68,53 @@ def test_a_discarded_gradebook_is_opened_anew_and_keeps_what_was_committed(mini_
     assert scores(mini_course) == {"ann": full, "ben": full}
     with Gradebook(f"sqlite:///{mini_course / 'gradebook.db'}", "specdec-e7") as gb:
         assert "uncommitted" not in {s.id for s in gb.students}
+
+
+def rows_of(gb, student: str) -> dict[str, list]:
+    """``student``'s submission rows, by table, without their random ids."""
+    submission = gb.find_submission("mini", student)
+    return {
+        "submission": [(submission.timestamp, submission.extension)],
+        "notebooks": sorted(
+            (nb.name, nb.flagged, nb.late_submission_penalty) for nb in submission.notebooks
+        ),
+        "grades": sorted(
+            (g.cell.name, g.auto_score, g.manual_score, g.extra_credit, g.needs_manual_grade)
+            for nb in submission.notebooks
+            for g in nb.grades
+        ),
+        "comments": sorted(
+            (c.cell.name, c.auto_comment, c.manual_comment)
+            for nb in submission.notebooks
+            for c in nb.comments
+        ),
+    }
+
+
+def test_a_new_submission_has_the_rows_that_nbgrader_gives_it(mini_course):
+    """The one-INSERT-a-table submission equals nbgrader's ``add_submission`` followed by
+    the autograder's scores, row for row (a cell without a score keeps nbgrader's
+    defaults)."""
+    from datetime import datetime
+
+    from autograder.grading.gradebook_rows import AssignmentShape, add_scored_submission
+
+    scores = {"test_square_small": 1.0, "test_cube": 0.0}  # test_square_hidden: no score
+    when = datetime(2026, 3, 1, 12, 30)
+    config = load_config(mini_course)
+    with OpenGradebook(db_url(mini_course, config), config) as books:
+        gb = books.get()
+        for student in ("theirs", "ours"):
+            gb.add_student(student)
+        gb.add_submission("mini", "theirs", timestamp=when)
+        for grade in gb.find_submission_notebook("mini", "mini", "theirs").grades:
+            if grade.name in scores:
+                grade.auto_score, grade.needs_manual_grade = scores[grade.name], False
+        gb.db.commit()
+        with books.transaction() as held:
+            shape = AssignmentShape.read(held, "mini")
+            add_scored_submission(held, shape, "ours", "mini", scores, when)
+    with Gradebook(f"sqlite:///{mini_course / 'gradebook.db'}", "specdec-e7") as gb:
+        theirs, ours = rows_of(gb, "theirs"), rows_of(gb, "ours")
+        assert len(theirs["grades"]) == len(CELLS) and theirs["comments"]
+        assert ours == theirs

@@ -34,15 +34,15 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 
-from nbgrader.api import Grade, Gradebook, GradeCell, MissingEntry
+from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
 from sqlalchemy.orm import scoped_session, sessionmaker
 from traitlets.config import Config
 
 from autograder.course import db_url, gradebook
 from autograder.files import is_disk_full, write_atomic
+from autograder.grading.gradebook_rows import AssignmentShape, write_scores
 from autograder.grading.results import CellResult, Status, SubmissionResult
-from autograder.grading.students import assign_late_penalty, record_student
 from autograder.intake.collect import Submission
 from autograder.intake.submitted import nbgrader_timestamp, sha256
 
@@ -231,8 +231,10 @@ def _write_gradebook(
     while True:
         try:
             with books.transaction() as gb:
+                scored = [r for r in results if r.status is not Status.MISSING]
+                shape = AssignmentShape.read(gb, scored[0].assignment) if scored else None
                 for result in results:
-                    _write_scores(gb, config, notebook, result)
+                    write_scores(gb, config, notebook, result, shape)
             for result in results:
                 result.in_gradebook = True
             return
@@ -254,35 +256,6 @@ def _write_gradebook(
                 f"{waited:.0f} s, retrying in {pause:.0f} s (for at most {wait:g} s in all)"
             )
             time.sleep(pause)
-
-
-def _write_scores(gb: Gradebook, config: Config, notebook: str, result: SubmissionResult) -> None:
-    """The student's row, the submission's scores and nbgrader's late penalty, in one go."""
-    student, assignment = result.student, result.assignment
-    record_student(gb, result)
-    if result.status is not Status.MISSING:
-        gb.update_or_create_submission(assignment, student)
-        try:
-            nb_id = gb.find_submission_notebook(notebook, assignment, student).id
-        except MissingEntry:
-            nb_id = None
-        # The grades with their cells' names in one query, not one more query per cell.
-        named = (
-            gb.db.query(Grade, GradeCell.name)
-            .join(GradeCell, Grade.cell_id == GradeCell.id)
-            .filter(Grade.notebook_id == nb_id)
-        )
-        by_name = {name: grade for grade, name in named}
-        for cell in result.cells:
-            grade = by_name.get(cell.grade_id)
-            if grade is not None:
-                grade.auto_score = cell.score
-                grade.needs_manual_grade = False
-        gb.db.commit()
-        late = assign_late_penalty(gb, config, notebook, result)
-        if result.late is None:
-            result.late = late
-    gb.db.commit()
 
 
 def _locked(exc: BaseException) -> bool:

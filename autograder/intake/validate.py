@@ -23,7 +23,7 @@ def readable_notebook(sub: Submission) -> tuple[bytes | None, str | None]:
         return None, f"not a valid Jupyter notebook: {type(exc).__name__}: {str(exc)[:200]}"
     if not isinstance(nb.get("cells"), list):
         return None, "not a valid Jupyter notebook: it has no list of cells"
-    try:
-        return nbformat.writes(nb).encode("utf-8"), None
+    try:  # nbformat.writes would validate again, only to log what reads has logged
+        return nbformat.v4.writes_json(nb).encode("utf-8"), None
     except Exception as exc:
         return None, f"not a valid Jupyter notebook: {type(exc).__name__}: {str(exc)[:200]}"

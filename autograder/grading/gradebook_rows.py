@@ -1,0 +1,169 @@
+"""One result's rows in nbgrader's gradebook: the student, the submission, its scores.
+
+:func:`write_scores` writes them in an open ``Gradebook``, inside the transaction that
+:mod:`autograder.grading.record` commits.  The rows are the ones nbgrader's own
+``autograde`` leaves: a new submission mirrors the assignment as
+``Gradebook.add_submission`` builds it (a notebook row per assignment notebook, a grade
+row per grade and task cell, a comment row per solution and task cell), with the
+autograded scores in its grade rows.  It is written as one ``INSERT`` per table rather
+than object by object, because a class records thousands of them; a submission the
+gradebook already holds is updated through nbgrader's objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from nbgrader.api import (
+    Comment,
+    Grade,
+    Gradebook,
+    GradeCell,
+    MissingEntry,
+    SubmittedAssignment,
+    SubmittedNotebook,
+    new_uuid,
+)
+from sqlalchemy import insert
+from traitlets.config import Config
+
+from autograder.grading.results import Status, SubmissionResult
+from autograder.grading.students import assign_late_penalty, record_student, utc
+
+
+@dataclass(frozen=True)
+class NotebookShape:
+    """One notebook of an assignment, as ``add_submission`` mirrors it."""
+
+    name: str
+    id: str
+    grade_cells: tuple[tuple[str, str], ...]  #: (cell id, grade_id) of each grade cell
+    solution_cells: tuple[str, ...]  #: cell ids
+    task_cells: tuple[str, ...]  #: cell ids
+
+
+@dataclass(frozen=True)
+class AssignmentShape:
+    """The gradebook's ids for an assignment and its cells, read once per transaction."""
+
+    id: str
+    notebooks: tuple[NotebookShape, ...]
+
+    @classmethod
+    def read(cls, gb: Gradebook, assignment: str) -> AssignmentShape:
+        found = gb.find_assignment(assignment)
+        notebooks = tuple(
+            NotebookShape(
+                nb.name,
+                nb.id,
+                tuple((cell.id, cell.name) for cell in nb.grade_cells),
+                tuple(cell.id for cell in nb.solution_cells),
+                tuple(cell.id for cell in nb.task_cells),
+            )
+            for nb in found.notebooks
+        )
+        return cls(found.id, notebooks)
+
+
+def write_scores(
+    gb: Gradebook,
+    config: Config,
+    notebook: str,
+    result: SubmissionResult,
+    shape: AssignmentShape | None = None,
+) -> None:
+    """The student's row, the submission's scores and nbgrader's late penalty, in one go.
+
+    ``shape`` is the assignment's :class:`AssignmentShape` (read here when not given).
+    Sets ``result.late`` when it was not known.
+    """
+    student, assignment = result.student, result.assignment
+    if result.status is Status.MISSING:
+        record_student(gb, result)
+        gb.db.commit()
+        return
+    gb.update_or_create_student(student, **result.identity.known())
+    when = None
+    if result.timestamp:
+        when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
+    scores = {cell.grade_id: cell.score for cell in result.cells}
+    try:
+        submission = gb.find_submission(assignment, student)
+    except MissingEntry:
+        shape = shape or AssignmentShape.read(gb, assignment)
+        add_scored_submission(gb, shape, student, notebook, scores, when)
+    else:
+        if when is not None:
+            submission.timestamp = when
+        _update_scores(gb, notebook, assignment, student, scores)
+    gb.db.commit()
+    late = assign_late_penalty(gb, config, notebook, result)
+    if result.late is None:
+        result.late = late
+    gb.db.commit()
+
+
+def add_scored_submission(
+    gb: Gradebook,
+    shape: AssignmentShape,
+    student: str,
+    notebook: str,
+    scores: dict[str, float],
+    when: datetime | None,
+) -> None:
+    """Insert a new submission's rows, as ``Gradebook.add_submission`` makes them, with
+    ``scores`` (grade_id -> score, for ``notebook``) in its grade rows: one INSERT a table.
+
+    A scored grade row has its ``auto_score`` and no longer needs a manual grade; every
+    other row keeps nbgrader's defaults.
+    """
+    submission = new_uuid()
+    notebooks, grades, comments = [], [], []
+    for nb in shape.notebooks:
+        submitted = new_uuid()
+        notebooks.append({"id": submitted, "assignment_id": submission, "notebook_id": nb.id})
+        mine = scores if nb.name == notebook else {}
+        for cell, grade_id in nb.grade_cells:
+            score = mine.get(grade_id)
+            grades.append(_grade_row(submitted, cell, score))
+        for cell in nb.solution_cells:
+            comments.append({"id": new_uuid(), "notebook_id": submitted, "cell_id": cell})
+        for cell in nb.task_cells:
+            comments.append({"id": new_uuid(), "notebook_id": submitted, "cell_id": cell})
+            grades.append(_grade_row(submitted, cell, None))
+    row = {"id": submission, "assignment_id": shape.id, "student_id": student, "timestamp": when}
+    gb.db.execute(insert(SubmittedAssignment), [row])
+    for model, rows in ((SubmittedNotebook, notebooks), (Grade, grades), (Comment, comments)):
+        if rows:
+            gb.db.execute(insert(model), rows)
+
+
+def _grade_row(notebook_id: str, cell_id: str, score: float | None) -> dict:
+    return {
+        "id": new_uuid(),
+        "notebook_id": notebook_id,
+        "cell_id": cell_id,
+        "auto_score": score,
+        "needs_manual_grade": score is None,
+    }
+
+
+def _update_scores(
+    gb: Gradebook, notebook: str, assignment: str, student: str, scores: dict[str, float]
+) -> None:
+    """Put ``scores`` in the grade rows of a submission the gradebook already holds."""
+    try:
+        nb_id = gb.find_submission_notebook(notebook, assignment, student).id
+    except MissingEntry:
+        return
+    # The grades with their cells' names in one query, not one more query per cell.
+    named = (
+        gb.db.query(Grade, GradeCell.name)
+        .join(GradeCell, Grade.cell_id == GradeCell.id)
+        .filter(Grade.notebook_id == nb_id)
+    )
+    for grade, name in named:
+        if name in scores:
+            grade.auto_score = scores[name]
+            grade.needs_manual_grade = False
