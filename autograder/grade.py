@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -51,7 +50,6 @@ from autograder.grading.record import (
     BATCH_SIZE,
     GRADEBOOK_WAIT,
     OpenGradebook,
-    RecordError,
     commit,
     load_result,
     load_results,
@@ -65,9 +63,8 @@ from autograder.grading.results import GradeResult, Status, SubmissionResult
 from autograder.grading.template import build_template, sync_gradebook, template_test_cells
 from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
-from autograder.intake.submitted import copy_exchange_files, store_submitted
-from autograder.render.feedback_page import write_pages
-from autograder.render.page import release_notebooks
+from autograder.intake.submitted import store_submitted
+from autograder.render.page_writer import PageWriter, page_path
 
 
 def grade(
@@ -258,31 +255,6 @@ def _sandbox_limits(check: bool = True) -> sandboxing.Limits:
     return sandboxing.Limits()
 
 
-def _write_feedback(
-    assignment: str, course: Path, student: str, releases: dict[str, Any] | None = None
-) -> None:
-    """Write one student's feedback page; a full disk stops the run, other errors warn."""
-    try:
-        with stop_when_disk_full():
-            write_pages(course, assignment, student=student, releases=releases)
-            copy_exchange_files(
-                course, assignment, student
-            )  # what `nbgrader release_feedback` reads
-    except RecordError:
-        raise
-    except Exception as exc:  # a page that cannot be written costs no grade
-        print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr)
-
-
-def _release_notebooks(course: Path, assignment: str) -> dict[str, Any] | None:
-    """The release notebooks for the run's pages; None, when they cannot be read (each
-    page then says why, as it would without a run)."""
-    try:
-        return release_notebooks(course, assignment)
-    except Exception:
-        return None
-
-
 def _run_result(
     root: Path,
     assignment: str,
@@ -372,15 +344,15 @@ class _Recorder:
     config: Config
     notebook: str
     test_cells: dict[str, float]
-    feedback: bool
     gradebook_wait: float
     notify: Callable[[str], None]
     books: OpenGradebook  #: the course's gradebook, open for the whole run
+    pages: PageWriter | None  #: the run's feedback pages (None: ``feedback`` is off)
     #: staged results waiting for the gradebook, with their decisions
     staged: list[tuple[Decision, SubmissionResult]] = field(default_factory=list)
     committed_at: float = field(default_factory=time.monotonic)
-    #: the release notebooks the pages show, read at the run's first page
-    releases: dict[str, Any] | None = None
+    #: kept results whose page is missing (a run stopped before writing it)
+    unpaged: list[str] = field(default_factory=list)
 
     @classmethod
     def open(
@@ -399,7 +371,8 @@ class _Recorder:
         out.results_dir.mkdir(parents=True, exist_ok=True)
         cells = template_test_cells(template, out.assignment, notebook)
         books = stack.enter_context(OpenGradebook(db_url(out.course, config), config))
-        return cls(out, config, notebook, cells, feedback, gradebook_wait, notify, books)
+        pages = stack.enter_context(PageWriter(out.course, out.assignment)) if feedback else None
+        return cls(out, config, notebook, cells, gradebook_wait, notify, books, pages)
 
     def earlier(self, collected: Collected) -> dict[str, SubmissionResult | None]:
         """What earlier runs recorded for each student of the class (None: nothing readable)."""
@@ -414,6 +387,7 @@ class _Recorder:
         """
         if decision.action is Action.KEEP and not decision.rerecord:
             self.out.reused.append(decision.student)
+            self._page_if_missing(decision)
             return []
         result = decision.recorded(graded)
         stage(self.out.course, self.notebook, self.test_cells, result, self.out.results_dir)
@@ -422,28 +396,38 @@ class _Recorder:
         return self.commit() if due or len(self.staged) >= BATCH_SIZE else []
 
     def commit(self) -> list[str]:
-        """Put every staged result in the gradebook (one commit), then write the pages of
-        the new ones; return those students."""
-        if not self.staged:
-            return []
+        """Put every staged result in the gradebook (one commit), then have the pages of
+        the new ones written; return those students."""
         batch, self.staged = self.staged, []
-        results = [result for _, result in batch]
-        course, results_dir = self.out.course, self.out.results_dir
-        wait, notify = self.gradebook_wait, self.notify
-        commit(course, self.config, self.notebook, results, results_dir, wait, notify, self.books)
-        self.committed_at = time.monotonic()
-        new = []
+        if batch:
+            results = [result for _, result in batch]
+            course, results_dir = self.out.course, self.out.results_dir
+            wait, notify, books = self.gradebook_wait, self.notify, self.books
+            commit(course, self.config, self.notebook, results, results_dir, wait, notify, books)
+            self.committed_at = time.monotonic()
+        new, pages = [], []
         for decision, result in batch:
             if decision.action is Action.KEEP:
                 self.out.reused.append(decision.student)
+                self._page_if_missing(decision)
                 continue
             new.append(decision.student)
-            if self.feedback and result.status is not Status.MISSING:
-                if self.releases is None:
-                    self.releases = _release_notebooks(course, self.out.assignment)
-                _write_feedback(self.out.assignment, course, decision.student, self.releases)
+            if result.status is not Status.MISSING:
+                pages.append(decision.student)
+        pages, self.unpaged = pages + self.unpaged, []
+        if self.pages is not None and pages:
+            self.pages.write(pages)
         self.out.graded_now.extend(new)
         return new
+
+    def _page_if_missing(self, decision: Decision) -> None:
+        """Note a kept result whose feedback page an earlier run did not write."""
+        kept = decision.result
+        if self.pages is None or kept is None or kept.status is Status.MISSING:
+            return
+        page = page_path(self.out.course, self.out.assignment, kept.student, self.notebook)
+        if not page.exists():
+            self.unpaged.append(kept.student)
 
 
 def _finish(out: GradeResult) -> GradeResult:

@@ -497,6 +497,8 @@ def test_a_grader_killed_between_a_batch_and_its_commit_loses_nothing(
     assert gradebook_scores(mini_course) == EXPECTED
     assert csv_scores(mini_course) == EXPECTED
     assert all(r.in_gradebook for r in load_results(results).values())
+    pages = sorted(p.parts[-3] for p in (mini_course / "feedback").glob("*/mini/mini.html"))
+    assert pages == ["s0", "s1", "s2"]  # the batch's pages too, written once it is committed
 
 
 # ---------------------------------------------------------------------------------------

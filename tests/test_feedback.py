@@ -567,3 +567,16 @@ def test_an_answer_graded_as_an_answer_shows_its_score_with_the_learners_text():
     assert "YOUR ANSWER HERE" not in page
     assert "Total 2.5 / 5" in text_of(page)
     assert "Total 2 / 4" in text_of(later) and "Because p <> q." in text_of(later)
+
+
+def test_a_runs_second_process_writes_the_same_pages(course: Path, pages: dict[str, str]):
+    """``grade`` hands a batch of students to :class:`PageWriter`, which writes their pages
+    in a second process: the same pages as ``specdec-course feedback`` writes."""
+    from autograder.render.page_writer import PageWriter
+
+    for page in (course / "feedback").glob(f"*/{ASSIGNMENT}/*.html"):
+        page.unlink()
+    with PageWriter(course, ASSIGNMENT) as writer:
+        writer.write(sorted(pages))
+    written = (course / "feedback").glob(f"*/{ASSIGNMENT}/*.html")
+    assert {p.parts[-3]: p.read_text(encoding="utf-8") for p in written} == pages

@@ -4,6 +4,8 @@
   and the page shell;
 * :mod:`~autograder.render.feedback_page`: one HTML feedback page per student, without the
   source of any hidden test;
+* :mod:`~autograder.render.page_writer`: a run's feedback pages, written beside the
+  recording (a second process for a batch);
 * :mod:`~autograder.render.report_page`: the instructor's report for one assignment;
 * :mod:`~autograder.render.gradesheets`: grades as files that an LMS's own importer accepts;
 * :mod:`~autograder.render.terminal`: progress while grading, and the summary table.
