@@ -38,6 +38,7 @@ from autograder.grade import grade
 from autograder.grading.processes import JOB_MARKER, kill_orphans
 from autograder.grading.record import RecordError, load_results, write_csvs
 from autograder.render.feedback_page import write_pages
+from autograder.render.page_writer import PageWriter
 from autograder.sandbox import Limits, tether
 from autograder.sandbox.launch import Launch
 
@@ -580,6 +581,10 @@ def test_a_full_disk_stops_grade_with_the_reason_and_a_rerun_finishes(small_disk
         with pytest.raises(OSError) as full:
             write()
         assert full.value.errno == errno.ENOSPC
+    # A batch of pages, written in the run's second process, stops the run the same way.
+    with pytest.raises(RecordError, match="disk is full"):
+        with PageWriter(course, "mini") as writer:
+            writer.write(recorded)
     assert (reports / "grades.csv").read_text() == csv_before
     assert page.read_text() == page_before
     assert half_written(course) == []
