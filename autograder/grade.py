@@ -64,7 +64,8 @@ from autograder.grading.template import build_template, sync_gradebook, template
 from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
 from autograder.intake.submitted import store_submitted
-from autograder.render.page_writer import PageWriter, page_path
+from autograder.render.feedback_page import page_path
+from autograder.render.page_writer import PageWriter
 
 
 def grade(

@@ -29,7 +29,7 @@ from sqlalchemy import insert
 from traitlets.config import Config
 
 from autograder.grading.results import Status, SubmissionResult
-from autograder.grading.students import assign_late_penalty, record_student, utc
+from autograder.grading.students import assign_late_penalty, record_student, submission_time
 
 
 @dataclass(frozen=True)
@@ -84,9 +84,7 @@ def write_scores(
         gb.db.commit()
         return
     gb.update_or_create_student(student, **result.identity.known())
-    when = None
-    if result.timestamp:
-        when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
+    when = submission_time(result)
     scores = {cell.grade_id: cell.score for cell in result.cells}
     try:
         submission = gb.find_submission(assignment, student)

@@ -46,9 +46,16 @@ def record_student(gb, result: SubmissionResult) -> None:
     ``gb`` is an open :class:`nbgrader.api.Gradebook`.  Empty fields are not written.
     """
     gb.update_or_create_student(result.student, **result.identity.known())
-    if result.timestamp:
-        when = utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
+    when = submission_time(result)
+    if when is not None:
         gb.update_or_create_submission(result.assignment, result.student, timestamp=when)
+
+
+def submission_time(result: SubmissionResult) -> datetime | None:
+    """When ``result``'s student submitted, as the gradebook stores it (naive UTC), or None."""
+    if not result.timestamp:
+        return None
+    return utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
 
 
 def assign_late_penalty(gb, config, notebook: str, result: SubmissionResult) -> bool | None:

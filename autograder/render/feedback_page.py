@@ -72,6 +72,11 @@ _SOLUTION_BLOCK = re.compile(
 )
 
 
+def page_path(course: Path, assignment: str, student: str, notebook: str) -> Path:
+    """Where ``student``'s feedback page for ``notebook`` is written (nbgrader's layout)."""
+    return course / "feedback" / student / assignment / f"{notebook}.html"
+
+
 def write_pages(
     course: Path,
     assignment: str,
@@ -93,8 +98,6 @@ def write_pages(
 
     pages = []
     for sid, result in sorted(results.items()):
-        folder = course / "feedback" / sid / assignment
-        folder.mkdir(parents=True, exist_ok=True)
         for name, release_nb in releases.items():
             submitted = read_notebook(course / "submitted" / sid / assignment / f"{name}.ipynb")
             html = render_feedback(
@@ -104,7 +107,8 @@ def write_pages(
                 notebook=name,
                 others=[n for n in releases.values() if n is not release_nb],
             )
-            page = folder / f"{name}.html"
+            page = page_path(course, assignment, sid, name)
+            page.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(page, html)
             pages.append(page)
     return pages

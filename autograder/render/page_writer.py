@@ -45,11 +45,6 @@ def write_feedback(course: Path, assignment: str, students: list[str]) -> None:
             print(f"warning: no feedback page for {student}: {exc}", file=sys.stderr, flush=True)
 
 
-def page_path(course: Path, assignment: str, student: str, notebook: str) -> Path:
-    """Where ``student``'s feedback page for ``notebook`` is written."""
-    return course / "feedback" / student / assignment / f"{notebook}.html"
-
-
 class PageWriter:
     """The feedback pages of one ``grade`` run; use it as a context manager, or
     :meth:`close` it, which waits for every page."""
