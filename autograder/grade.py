@@ -30,7 +30,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -319,7 +319,7 @@ class _Engine:
         """The workers now: a cluster's may have changed since the run started."""
         return self.dask.workers() if self.dask is not None else self.workers
 
-    def run(self, jobs: list[Job], fn: Callable[[Job], SubmissionResult], hard_timeout: float):
+    def run(self, jobs: Iterable[Job], fn: Callable[[Job], SubmissionResult], hard_timeout: float):
         """Each finished job with its result, as :func:`~autograder.grading.pool.run_jobs`."""
         return run_jobs(
             jobs,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
+import subprocess
+import sys
 import threading
 import zipfile
 from pathlib import Path
@@ -15,6 +18,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from autograder.course import UsageError
 from autograder.intake import collect as collect_mod
 from autograder.intake.collect import collect, collect_class, normalize_student_id
+from autograder.intake.spool import Spooled
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])).encode()
 
@@ -254,3 +258,55 @@ def test_no_submissions_is_the_instructors_error(tmp_path, make):
         target.write_text("plain text")
     with pytest.raises(UsageError):
         collect(target)
+
+
+# ---------------------------------------------------------------------------------------
+# The spool: a class's notebooks wait on disk, not in memory
+# ---------------------------------------------------------------------------------------
+
+
+def test_collected_notebooks_wait_in_the_spool_and_are_what_was_read(tmp_path):
+    other = NB.replace(b"x = 1", b"x = 2")
+    (tmp_path / "alice.ipynb").write_bytes(NB)
+    (tmp_path / "bob").mkdir()
+    (tmp_path / "bob" / "work.ipynb").write_bytes(other)
+    zip_with(tmp_path / "carol.zip", {"carol/hw.ipynb": NB})
+
+    subs = by_student(collect(tmp_path))
+    (tmp_path / "alice.ipynb").write_bytes(b"changed after it was read")
+
+    assert all(isinstance(s.content, Spooled) for s in subs.values())
+    assert [subs[s].data for s in ("alice", "bob", "carol.zip")] == [NB, other, NB]
+    assert subs["alice"].sha256 == hashlib.sha256(NB).hexdigest() == subs["carol.zip"].sha256
+    assert subs["bob"].content.size == len(other)
+
+
+def test_a_spool_that_cannot_be_written_keeps_the_notebooks_in_memory():
+    """The spool's file may not grow past 100 kB (RLIMIT_FSIZE, as a full disk refuses it)."""
+    script = """
+import resource, signal
+from autograder.intake.spool import Spool, Spooled
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.RLIM_INFINITY))
+spool = Spool()
+first, second = spool.put(b"a" * 80_000), spool.put(b"b" * 80_000)
+assert isinstance(first, Spooled) and first.read() == b"a" * 80_000, first
+assert second == b"b" * 80_000, type(second)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_two_uploads_as_new_and_different_are_told_apart_by_their_spooled_bytes(tmp_path):
+    for student, second in (("ann", NB + b" "), ("bob", NB)):
+        for folder, data in (("a", NB), ("b", second)):
+            (tmp_path / student / folder).mkdir(parents=True)
+            (tmp_path / student / folder / "hw.ipynb").write_bytes(data)
+
+    subs = by_student(collect(tmp_path, notebook="hw"))
+
+    assert subs["ann"].flags == [
+        "ambiguous: graded ann/a/hw.ipynb; as new and different: ann/b/hw.ipynb"
+    ]
+    assert subs["bob"].flags == []  # the same bytes twice: nothing to tell apart

@@ -2,7 +2,8 @@
 
 Every branch: an earlier result kept (unchanged, or the student sent nothing this time),
 kept and recorded again (better known now, or never in the gradebook), recorded as it is
-(unreadable, nothing sent), graded (new, changed, forced); and what is kept is not parsed.
+(nothing could be read, nothing sent), graded (new, changed, forced, not a notebook: its
+worker says so); and no notebook is read until its job is taken, one at a time.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder.grading import plan as plan_module
-from autograder.grading.job import Job
+from autograder.grading.job import Job, grade_job
 from autograder.grading.plan import Action, Decision, plan
 from autograder.grading.record import result_key
 from autograder.grading.results import Status, SubmissionResult
 from autograder.intake.collect import Submission
 from autograder.intake.records import Identity
+from autograder.intake.spool import Spool
 
 #: The run's job: what every graded submission's job copies (no file is looked at).
 JOB = Job(
@@ -125,22 +126,33 @@ def test_a_result_that_never_reached_the_gradebook_is_recorded_again():
     assert decision.result == before
 
 
-def test_a_kept_submission_is_not_parsed(monkeypatch):
-    parsed, check = [], plan_module.readable_notebook
+class WatchedSpool(Spool):
+    """The collector's spool, saying which notebooks were read back, and when."""
 
-    def readable(sub):  # the real check, watched
-        parsed.append(sub.student)
-        return check(sub)
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[int] = []
 
-    monkeypatch.setattr(plan_module, "readable_notebook", readable)
-    kept = submission("alice", NOT_JSON)  # not a notebook, yet unchanged since it was graded
-    new = submission("bob")
+    def read(self, offset: int, size: int) -> bytes:
+        self.reads.append(offset)
+        return super().read(offset, size)
 
-    decided = plan([kept, new], {"alice": earlier(kept)}, JOB, TEMPLATE_HASH)
 
-    assert [d.action for d in decided.decisions] == [Action.KEEP, Action.GRADE]
-    assert parsed == ["bob"]
-    assert kept.problem is None
+def test_no_notebook_is_read_until_its_job_is_taken_one_at_a_time():
+    spool = WatchedSpool()
+    kept = submission("alice", spool.put(NOT_JSON))  # unchanged since it was graded
+    new = [submission(name, spool.put(NB.replace(b"x = 1", name.encode()))) for name in "bcd"]
+
+    decided = plan([kept, *new], {"alice": earlier(kept)}, JOB, TEMPLATE_HASH)
+
+    assert [d.action for d in decided.decisions] == [Action.KEEP] + [Action.GRADE] * 3
+    assert spool.reads == [] and kept.problem is None
+    jobs = decided.jobs
+    first = next(jobs)
+    assert (first.student, first.data) == ("b", NB.replace(b"x = 1", b"b"))
+    assert len(spool.reads) == 1  # the others wait in the spool
+    assert [(j.student, j.data) for j in jobs] == [(s.student, s.data) for s in new[1:]]
+    assert len(spool.reads) == 3 + 2  # two jobs, and the two reads of the line above
 
 
 # ---------------------------------------------------------------------------------------
@@ -154,8 +166,8 @@ def test_a_new_submission_is_graded_by_a_copy_of_the_runs_job():
     decision = decide(sub)
 
     assert decision.action is Action.GRADE and decision.result is None
-    job = decision.job
-    assert (job.student, job.data) == ("alice", nbformat.writes(nbformat.reads(NB, 4)).encode())
+    (job,) = plan([sub], {}, JOB, TEMPLATE_HASH).jobs
+    assert (job.student, job.data) == ("alice", NB)  # as sent: its worker parses it
     assert job.template == JOB.template and job.cell_timeout == JOB.cell_timeout
     assert decision.key == key(sub) and decision.earlier is None
 
@@ -188,33 +200,38 @@ def test_a_changed_key_grades_the_submission_again(change):
 
 
 @pytest.mark.parametrize(
-    ("data", "problem", "reason"),
-    [
-        (NOT_JSON, None, "not a valid Jupyter notebook: "),
-        (b"\x89PNG\r\n\x1a\n", None, "the file is not UTF-8 text (not a notebook)"),
-        (None, "the notebook file is empty", "the notebook file is empty"),
-        (None, "is not a regular file", "is not a regular file"),
-    ],
+    "problem", ["the notebook file is empty", "is not a regular file", "file is larger than 64 MiB"]
 )
-def test_an_unreadable_submission_is_recorded_invalid_with_its_reason(data, problem, reason):
-    sub = submission("alice", data, problem=problem)
+def test_a_file_that_could_not_be_read_is_recorded_invalid_with_its_reason(problem):
+    sub = submission("alice", None, problem=problem)
 
     decision = decide(sub)
 
     assert decision.action is Action.RECORD and decision.job is None
     result = decision.result
     assert (result.student, result.assignment, result.status) == ("alice", "mini", Status.INVALID)
-    assert result.reason.startswith(reason)
+    assert result.reason == problem
     assert sub.problem == problem  # the submission itself is not changed
 
 
-def test_a_changed_submission_now_unreadable_is_recorded_invalid():
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (NOT_JSON, "not a valid Jupyter notebook: "),
+        (b"\x89PNG\r\n\x1a\n", "the file is not UTF-8 text (not a notebook)"),
+        (b'{"nbformat": 4, "metadata": {}}', "not a valid Jupyter notebook: "),
+    ],
+)
+def test_a_file_that_is_not_a_notebook_goes_to_a_worker_which_says_invalid_at_once(data, reason):
     before = earlier(submission("alice"))
 
-    decision = decide(submission("alice", NOT_JSON), before)
+    decision = decide(submission("alice", data), before)
+    (job,) = plan([decision.sub], {}, JOB, TEMPLATE_HASH).jobs
+    result = grade_job(job)  # no scratch folder: JOB's scratch root does not exist
 
-    assert decision.action is Action.RECORD and decision.result.status is Status.INVALID
-    assert decision.earlier is before  # what it stored in submitted/ is known from it
+    assert decision.action is Action.GRADE and decision.earlier is before
+    assert (result.student, result.assignment, result.status) == ("alice", "mini", Status.INVALID)
+    assert result.reason.startswith(reason) and result.cells == []
 
 
 def test_a_student_who_sent_nothing_and_has_no_earlier_result_is_recorded_missing():
@@ -246,11 +263,11 @@ def test_one_decision_per_student_in_the_class_order_and_the_jobs_in_that_order(
     assert [(d.student, d.action) for d in decided.decisions] == [
         ("alice", Action.KEEP),
         ("bob", Action.RECORD),
-        ("carol", Action.RECORD),
+        ("carol", Action.GRADE),  # not a notebook: its worker says so
         ("dan", Action.GRADE),
     ]
-    assert [job.student for job in decided.jobs] == ["dan"]
-    assert [d.student for d in decided.of(Action.RECORD)] == ["bob", "carol"]
+    assert [job.student for job in decided.jobs] == ["carol", "dan"]
+    assert [d.student for d in decided.of(Action.RECORD)] == ["bob"]
     assert all(s.flags == [] and s.ignored == [] for s in subs)
 
 
@@ -277,7 +294,8 @@ def test_a_graded_result_is_recorded_with_the_runs_key_the_student_and_the_intak
 
 
 def test_an_unreadable_submission_is_recorded_with_its_flags_and_the_runs_key():
-    sub = submission("alice", NOT_JSON, flags=["kept: submitted/alice/mini/mini.ipynb ..."])
+    flags = ["kept: submitted/alice/mini/mini.ipynb ..."]
+    sub = submission("alice", None, problem="is not a regular file", flags=flags)
     decision = decide(sub)
 
     result = decision.recorded()

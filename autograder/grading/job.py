@@ -1,6 +1,7 @@
 """Grade one submission in isolation: its own scratch course, its own gradebook.
 
-``grade_job`` runs in a worker process.  It copies the assignment's template (the
+``grade_job`` runs in a worker process.  It reads the submission as a notebook (an
+unreadable one is ``invalid`` at once), copies the assignment's template (the
 course config, the source notebooks and a gradebook that knows the assignment) into
 a fresh scratch directory, puts the submission in nbgrader's ``submitted/`` layout,
 runs nbgrader's own ``Autograde`` converter through ``NbGraderAPI`` with the guarded
@@ -38,6 +39,7 @@ from autograder.grading.scoring import failed_to_grade, score_cells, status_of
 from autograder.grading.scratch_db import scratch_url
 from autograder.grading.spare import SpareKernels
 from autograder.grading.template import template_test_cells
+from autograder.intake.validate import readable_notebook
 from autograder.preprocessors import CheckCellMetadata, CollectProbes, GuardedExecute, InsertProbes
 
 #: The student id inside a job's scratch course.  The real id stays with the parent, and
@@ -52,7 +54,7 @@ class Job:
     assignment: str
     student: str
     notebook: str  #: notebook name without .ipynb
-    data: bytes  #: the submitted notebook's bytes
+    data: bytes  #: the submitted file's bytes, as the student sent them
     template: Path  #: scratch course template: config, source/, gradebook.db
     scratch_root: Path  #: where the job's scratch directory is created
     cell_timeout: float = 30.0
@@ -77,6 +79,10 @@ def grade_job(job: Job, spares: SpareKernels = WORKER_SPARES) -> SubmissionResul
     ``spares`` holds the kernel started ahead for this job, if any, and receives the one
     started for the next (sandboxed jobs only).
     """
+    data, problem = readable_notebook(job.data)
+    if data is None:  # nothing to run: the spares stay for the next job
+        return SubmissionResult(job.student, job.assignment, Status.INVALID, problem or "")
+    job = replace(job, data=data)
     start = time.monotonic()
     claimed = spares.claim(_spare_key(job))
     job_dir = (

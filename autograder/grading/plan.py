@@ -2,15 +2,17 @@
 
 :func:`plan` decides for the whole class at once, from the submissions as collected,
 the results earlier runs recorded, and the run's job.  It is pure: it reads no file,
-writes none, starts no kernel and changes nothing it is given.  Only the submissions
-whose earlier result is not kept are parsed as notebooks, so a resumed run does not
-read its unchanged notebooks again.  ``grade`` carries out each :class:`Decision`, and
-:meth:`Decision.recorded` is the result it records for it.
+writes none, starts no kernel and changes nothing it is given.  It does not parse a
+notebook either: the worker that grades one parses it (an unreadable one is graded
+``invalid`` there, see :func:`~autograder.grading.job.grade_job`), so that this cost is
+spread over the workers instead of falling on the one process that records.
+``grade`` carries out each :class:`Decision`, and :meth:`Decision.recorded` is the
+result it records for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
@@ -19,14 +21,13 @@ from autograder.grading.record import result_key
 from autograder.grading.results import Status, SubmissionResult
 from autograder.grading.students import identified
 from autograder.intake.collect import Submission
-from autograder.intake.validate import readable_notebook
 
 
 class Action(str, Enum):
     """What a run does with one student's submission."""
 
     KEEP = "keep"  #: the earlier result stands (recorded again when ``rerecord``)
-    RECORD = "record"  #: recorded as it is, without a worker: unreadable, or nothing sent
+    RECORD = "record"  #: recorded as it is, without a worker: nothing could be read, or sent
     GRADE = "grade"  #: graded by a worker
 
     def __str__(self) -> str:
@@ -47,7 +48,8 @@ class Decision:
     #: ``KEEP``: record it again (its student is better known now, or an earlier run could
     #: not put it in the gradebook)
     rerecord: bool = False
-    job: Job | None = None  #: ``GRADE``: the worker's job
+    #: ``GRADE``: the worker's job, without the notebook (:attr:`Plan.jobs` reads it in)
+    job: Job | None = None
 
     @property
     def student(self) -> str:
@@ -79,9 +81,12 @@ class Plan:
         return [d for d in self.decisions if d.action is action]
 
     @property
-    def jobs(self) -> list[Job]:
-        """The workers' jobs, in order."""
-        return [d.job for d in self.of(Action.GRADE) if d.job is not None]
+    def jobs(self) -> Iterator[Job]:
+        """The workers' jobs, in order, each notebook read as its job is taken: a class's
+        notebooks are never all in memory at once."""
+        for decision in self.of(Action.GRADE):
+            if decision.job is not None:
+                yield replace(decision.job, data=decision.sub.data or b"")
 
 
 def plan(
@@ -113,9 +118,9 @@ def plan(
     A submission's key (:func:`~autograder.grading.record.result_key`) is what its
     result is graded from: its bytes, the template and the job's limits.  The earlier
     result is kept when the student sent nothing this time (a later download without
-    them) or when it was graded from the same key (unless ``force``).  What is not kept
-    is parsed: an unreadable notebook, or a student who sent nothing, is recorded as it
-    is (``invalid``, ``missing``); the rest is graded.
+    them) or when it was graded from the same key (unless ``force``).  Of what is not
+    kept, a file that could not be read, or a student who sent nothing, is recorded as
+    it is (``invalid``, ``missing``); the rest is graded.
     """
     decisions = []
     for sub in submissions:
@@ -134,10 +139,9 @@ def _decide(
         kept = identified(earlier, sub)
         again = kept != earlier or not earlier.in_gradebook
         return Decision(Action.KEEP, sub, key, earlier, kept, rerecord=again)
-    data, problem = readable_notebook(sub)
-    if data is None:
+    if sub.problem or sub.content is None:
         status = Status.MISSING if sub.missing else Status.INVALID
-        result = SubmissionResult(sub.student, job.assignment, status, problem or "unreadable")
+        result = SubmissionResult(sub.student, job.assignment, status, sub.problem or "unreadable")
         return Decision(Action.RECORD, sub, key, earlier, result)
-    graded = replace(job, student=sub.student, data=data)
+    graded = replace(job, student=sub.student, data=b"")
     return Decision(Action.GRADE, sub, key, earlier, job=graded)

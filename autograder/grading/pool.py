@@ -91,8 +91,12 @@ def run_jobs(
     executor_factory: ExecutorFactory = local_executor,
     fn: Callable[[Job], SubmissionResult] = grade_job,
 ) -> Iterator[tuple[Job, SubmissionResult]]:
-    """Yield ``(job, result)`` for every job, in completion order, each exactly once."""
-    queue: deque[Job] = deque(jobs)
+    """Yield ``(job, result)`` for every job, in completion order, each exactly once.
+
+    ``jobs`` is taken from one at a time, as workers come free (one ahead), so a
+    generator of jobs is never all in memory.
+    """
+    queue = _Pending(jobs)
     alone: deque[Job] = deque()  # suspects of a crash, to re-run one at a time
     while queue or alone:
         solo = not queue
@@ -166,7 +170,26 @@ def run_jobs(
             _kill_workers(executor) if broken else executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _top_up(executor: Executor, fn, source: deque, in_flight: dict, limit: int) -> None:
+class _Pending:
+    """The jobs not sent yet, taken from their iterable only as they are sent (one ahead,
+    so that whether any is left is known)."""
+
+    def __init__(self, jobs: Iterable[Job]) -> None:
+        self._jobs = iter(jobs)
+        self._next = next(self._jobs, None)
+
+    def __bool__(self) -> bool:
+        return self._next is not None
+
+    def popleft(self) -> Job:
+        job, self._next = self._next, next(self._jobs, None)
+        assert job is not None, "popleft from no pending job"
+        return job
+
+
+def _top_up(
+    executor: Executor, fn, source: deque[Job] | _Pending, in_flight: dict, limit: int
+) -> None:
     """Submit jobs from ``source`` until ``limit`` are in flight (a job for every free worker)."""
     while source and len(in_flight) < limit:
         job = source.popleft()

@@ -2,6 +2,8 @@
 
 * :mod:`~autograder.intake.collect`: collect a class's submissions from a folder or an LMS
   download, safely;
+* :mod:`~autograder.intake.spool`: where the collected notebooks wait to be graded, on disk
+  rather than in memory;
 * :mod:`~autograder.intake.detect`: recognise a download's layout (``--lms auto``) and pick
   its parser;
 * :mod:`~autograder.intake.records`: what a download says about each student, as every
@@ -18,8 +20,8 @@
   collect`` leaves it;
 * :mod:`~autograder.intake.roster`: a class roster CSV from the LMS, applied to a parsed
   download;
-* :mod:`~autograder.intake.validate`: whether a collected file is a notebook nbgrader can
-  read;
+* :mod:`~autograder.intake.validate`: whether a submitted file is a notebook nbgrader can
+  read (asked by the worker that grades it);
 * :mod:`~autograder.intake.submitted`: filling nbgrader's ``submitted/`` folder without
   harming what is there.
 """

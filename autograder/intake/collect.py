@@ -8,7 +8,8 @@ needs are read, the zips that students uploaded are opened (one level deep, with
 same policy), and every entry that cannot be graded (a symbolic link, a named pipe, a
 file too large or too deep, an unsafe zip path) is a member with the reason, so that
 it is listed.  :func:`collect_class` hands the members to the layout's parser,
-applies a roster, and returns one :class:`Submission` per student.
+applies a roster, and returns one :class:`Submission` per student.  The notebooks
+read wait in the collection's spool (``autograder/intake/spool.py``), not in memory.
 
 Nothing is extracted to disk by name: zip members are read in memory with size,
 depth and path checks, so ``../`` paths, absolute paths, symlinks and zip bombs
@@ -19,7 +20,6 @@ submission's ``problem`` (graded as ``invalid``); the batch goes on.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -42,6 +42,7 @@ from autograder.intake.records import (
     normalize_student_id,
 )
 from autograder.intake.roster import Roster, apply_roster
+from autograder.intake.spool import Content, HoldsContent, Spool, content_size
 
 __all__ = [
     "MAX_ID_LENGTH",
@@ -74,12 +75,13 @@ _LAST_WRAPPER = re.compile(r"^(.+-submissions|assignment_\d+_export)$")
 
 
 @dataclass
-class Submission:
-    """One student's submission as collected, before grading."""
+class Submission(HoldsContent):
+    """One student's submission as collected, before grading (its bytes: ``data``)."""
 
     student: str  #: normalized, filesystem-safe id
     origin: str  #: where it came from (file or member name), for messages
-    data: bytes | None = None  #: the notebook's bytes, None when unusable
+    #: the notebook (its bytes, or where the spool keeps them), None when unusable
+    content: Content | None = None
     problem: str | None = None  #: why it cannot be graded (status ``invalid``)
     flags: list[str] = field(default_factory=list)
     identity: Identity = Identity()  #: who the student is, as the download and roster say
@@ -87,10 +89,6 @@ class Submission:
     late: bool | None = None  #: the LMS's own late mark, when it gives one
     ignored: list[str] = field(default_factory=list)  #: this student's files not graded
     missing: bool = False  #: on the roster, nothing submitted
-
-    @property
-    def sha256(self) -> str:
-        return hashlib.sha256(self.data or b"").hexdigest()
 
 
 @dataclass
@@ -133,7 +131,7 @@ def collect_class(
     -------
     Collected, its submissions sorted by student id, ids unique.
     """
-    members, wrapper = read_members(path, select=select)
+    members, wrapper = read_members(path, select=select, spool=Spool())
     if not members:
         raise UsageError(
             f"no submissions found in {path} (expected <student>.ipynb files or folders, "
@@ -162,13 +160,13 @@ def collect_class(
 
 def _submission(rec: StudentRecord) -> Submission:
     member = rec.member
-    problem, data = rec.problem, member.data if member is not None else None
-    if member is not None and not data and problem is None:
-        problem, data = "the notebook file is empty", None
+    problem, content = rec.problem, member.content if member is not None else None
+    if member is not None and not content_size(content) and problem is None:
+        problem, content = "the notebook file is empty", None
     return Submission(
         rec.student,
         member.path if member is not None else (rec.display_name or rec.student),
-        data,
+        content,
         problem,
         list(rec.flags),
         identity=rec.identity,
@@ -180,12 +178,16 @@ def _submission(rec: StudentRecord) -> Submission:
 
 
 def read_members(
-    path: Path | str, *, select: Callable[[tuple[str, ...]], bool] | None = None
+    path: Path | str,
+    *,
+    select: Callable[[tuple[str, ...]], bool] | None = None,
+    spool: Spool | None = None,
 ) -> tuple[list[Member], tuple[str, ...]]:
     """The files of a folder or zip, and the wrapper folder(s) around them.
 
     Both are listed as entries, and one admission policy (:func:`_admit`) makes each
-    entry a member: notebooks and metadata files are read; a zip among the files is
+    entry a member: notebooks and metadata files are read (a notebook into ``spool``,
+    when given, rather than memory); a zip among the files is
     opened and its members listed after its own path (one level deep); what cannot be
     graded (a symbolic link, a named pipe, a file too large or too deep) is a member
     with the reason, so that it is listed.  Only OS and Jupyter bookkeeping
@@ -194,7 +196,7 @@ def read_members(
     path = Path(path)
     if not path.exists():
         raise UsageError(f"submissions path {path} does not exist")
-    budget = _Budget()
+    budget = _Budget(spool=spool)
     if path.is_dir():
         entries = _folder_entries(path, select)
         wrapper: tuple[str, ...] = (path.name,)
@@ -225,9 +227,10 @@ def _bookkeeping(parts: tuple[str, ...]) -> bool:
 
 @dataclass
 class _Budget:
-    """Bytes still allowed to be read from one download's zips."""
+    """Bytes still allowed to be read from one download's zips, and where notebooks go."""
 
     left: int = MAX_ZIP_TOTAL_BYTES
+    spool: Spool | None = None  #: keeps the notebooks read (None: they stay in memory)
 
     def take(self, n: int) -> bool:
         self.left -= n
@@ -311,7 +314,12 @@ def _admit(entry: _Entry, budget: _Budget, *, inner: bool) -> Iterator[Member]:
     except Exception as exc:  # corrupt member, bad CRC, unsupported compression, EACCES
         yield Member(parts, None, f"cannot be read: {exc}")
         return
-    yield Member(parts, None, too_large) if len(data) > limit else Member(parts, data)
+    if len(data) > limit:
+        yield Member(parts, None, too_large)
+    elif budget.spool is not None and name.lower().endswith(".ipynb") and data:
+        yield Member(parts, budget.spool.put(data))
+    else:
+        yield Member(parts, data)
 
 
 def _inner_zip(entry: _Entry, budget: _Budget) -> Iterator[Member]:

@@ -5,7 +5,7 @@ download's :class:`Member` list to an :class:`Intake`: one :class:`StudentRecord
 per student (who they are in one :class:`Identity`), with the notebook to grade
 chosen by :func:`choose_notebook`, and every member that is not graded listed as
 ignored.  Reading the files safely is the collector's job; nothing here touches the
-disk.
+disk but a member's :attr:`Member.data`, which a notebook's spool gives back.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+
+from autograder.intake.spool import Content, HoldsContent
 
 #: Longest normalized student id.
 MAX_ID_LENGTH = 64
@@ -53,8 +55,8 @@ class Identity:
 
 
 @dataclass(frozen=True)
-class Member:
-    """One file of a download, as the collector read it.
+class Member(HoldsContent):
+    """One file of a download, as the collector read it (its bytes: ``data``).
 
     ``parts`` is its path below the download's wrapper folder; a file read from a zip
     that a student uploaded continues the path of that zip
@@ -62,7 +64,9 @@ class Member:
     """
 
     parts: tuple[str, ...]
-    data: bytes | None = None  #: content, for notebooks and metadata files; None if not read
+    #: what was read, for notebooks (bytes, or where the collector's spool keeps them) and
+    #: metadata files (bytes); None if not read
+    content: Content | None = None
     problem: str | None = None  #: why it could not be read (unsafe path, too large, ...)
 
     @property
@@ -287,7 +291,7 @@ def choose_notebook(
     newest = max(c.newer for c in pool)
     top = sorted((c for c in pool if c.newer == newest), key=lambda c: c.member.path)
     chosen = top[0]
-    ties = [c for c in top[1:] if c.member.data != chosen.member.data]
+    ties = [c for c in top[1:] if c.member.sha256 != chosen.member.sha256]
     if ties:
         record.flags.append(
             f"ambiguous: graded {chosen.member.path}; as new and different: "

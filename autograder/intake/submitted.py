@@ -52,8 +52,9 @@ def store_submitted(
     """
     folder = course / "submitted" / sub.student / assignment
     wanted = {}
-    if sub.data:
-        wanted[f"{notebook}.ipynb"] = sub.data
+    data = sub.data  # read once: it may come from the collector's spool
+    if data:
+        wanted[f"{notebook}.ipynb"] = data
     if sub.timestamp is not None:
         wanted["timestamp.txt"] = nbgrader_timestamp(sub.timestamp).encode()
     flags = []

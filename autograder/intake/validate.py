@@ -1,21 +1,14 @@
-"""Is a collected submission a notebook nbgrader can read?  Its bytes, normalised, or why not."""
+"""Is a submission a notebook nbgrader can read?  Its bytes, normalised, or why not."""
 
 from __future__ import annotations
 
 import nbformat
 
-from autograder.intake.collect import Submission
 
-
-def readable_notebook(sub: Submission) -> tuple[bytes | None, str | None]:
-    """The submission as nbformat-4 JSON bytes and None, or None and why it cannot be graded.
-
-    ``sub`` is not changed.
-    """
-    if sub.problem or sub.data is None:
-        return None, sub.problem or "unreadable"
+def readable_notebook(data: bytes) -> tuple[bytes | None, str | None]:
+    """``data`` as nbformat-4 JSON bytes and None, or None and why it cannot be graded."""
     try:
-        text = sub.data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
         nb = nbformat.reads(text, as_version=4)
     except UnicodeDecodeError:
         return None, "the file is not UTF-8 text (not a notebook)"
