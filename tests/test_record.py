@@ -5,11 +5,16 @@ No kernel: the results are written by hand, and nbgrader's own ``Gradebook`` rea
 
 from __future__ import annotations
 
+import shutil
+from datetime import datetime
+
+import pytest
 from nbgrader.api import Gradebook, Student
 
 from autograder.course import db_url, load_config
 from autograder.grading.record import OpenGradebook, record
 from autograder.grading.results import CellResult, CellStatus, Status, SubmissionResult
+from autograder.intake.records import Identity
 
 CELLS = {"test_square_small": 1.0, "test_square_hidden": 2.0, "test_cube": 1.0}
 
@@ -118,3 +123,57 @@ def test_a_new_submission_has_the_rows_that_nbgrader_gives_it(mini_course):
         theirs, ours = rows_of(gb, "theirs"), rows_of(gb, "ours")
         assert len(theirs["grades"]) == len(CELLS) and theirs["comments"]
         assert ours == theirs
+
+
+def gradebook_rows(url: str) -> dict[str, list]:
+    """Every student's row, and every submission's rows, without their random ids."""
+    with Gradebook(url, "specdec-e7") as gb:
+        students = sorted(
+            (s.id, s.first_name, s.last_name, s.email, s.lms_user_id) for s in gb.students
+        )
+        submitted = sorted(s.student.id for s in gb.find_assignment("mini").submissions)
+        return {"students": students, **{s: rows_of(gb, s) for s in submitted}}
+
+
+@pytest.mark.parametrize("due", [None, datetime(2026, 3, 1, 12)], ids=["no-due-date", "due-date"])
+def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
+    mini_course, tmp_path, due
+):
+    """A batch of a student with a submission, one with only a row, and a new one, written
+    with what the gradebook holds read once (``Held``), equals nbgrader's calls one by one."""
+    from autograder.grading.gradebook_rows import AssignmentShape, Held, write_scores
+
+    config = load_config(mini_course)
+    with OpenGradebook(db_url(mini_course, config), config) as books:
+        gb = books.get()
+        gb.update_or_create_assignment("mini", duedate=due)
+        gb.add_student("known", first_name="Kim", email="old@x.org")
+        gb.db.commit()
+        with books.transaction() as tx:
+            write_scores(tx, config, "mini", result("old", dict.fromkeys(CELLS, 0.0)))
+    theirs = tmp_path / "theirs.db"
+    shutil.copy(mini_course / "gradebook.db", theirs)
+
+    def batch() -> list[SubmissionResult]:
+        done = [result(s, dict.fromkeys(CELLS, 1.0)) for s in ("old", "known", "new")]
+        who = [Identity(last_name="Old"), Identity("77", email="k@x.org"), Identity("9", "Nia")]
+        for one, identity in zip(done, who, strict=True):
+            one.identity, one.timestamp = identity, "2026-03-01T13:00:00+00:00"
+        return done
+
+    late = {}
+    for url, at_once in ((db_url(mini_course, config), True), (f"sqlite:///{theirs}", False)):
+        with OpenGradebook(url, config) as books, books.transaction() as gb:
+            done = batch()
+            shape = AssignmentShape.read(gb, "mini")
+            held = Held.read(gb, shape, done) if at_once else None
+            for one in done:
+                write_scores(gb, config, "mini", one, shape, held)
+        late[at_once] = [one.late for one in done]
+
+    ours = gradebook_rows(db_url(mini_course, config))
+    assert sorted(ours) == ["known", "new", "old", "students"]
+    assert ("known", "Kim", None, "k@x.org", "77") in ours["students"]
+    assert ours == gradebook_rows(f"sqlite:///{theirs}")
+    expected = [True] * 3 if due else [None] * 3
+    assert late[True] == late[False] == expected

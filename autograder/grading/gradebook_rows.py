@@ -8,10 +8,16 @@ row per grade and task cell, a comment row per solution and task cell), with the
 autograded scores in its grade rows.  It is written as one ``INSERT`` per table rather
 than object by object, because a class records thousands of them; a submission the
 gradebook already holds is updated through nbgrader's objects.
+
+What the gradebook already holds of a batch's students (their ``Student`` rows, which
+of them have a submission) is read once for the batch (:class:`Held`), and the batch's
+new students are inserted together, as ``Gradebook.update_or_create_student`` would
+create them one by one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,6 +27,7 @@ from nbgrader.api import (
     Gradebook,
     GradeCell,
     MissingEntry,
+    Student,
     SubmittedAssignment,
     SubmittedNotebook,
     new_uuid,
@@ -30,6 +37,10 @@ from traitlets.config import Config
 
 from autograder.grading.results import Status, SubmissionResult
 from autograder.grading.students import assign_late_penalty, record_student, submission_time
+from autograder.intake.records import Identity
+
+#: Ids in one ``IN (...)`` list (well under SQLite's smallest limit on parameters).
+_IN_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,7 @@ class AssignmentShape:
 
     id: str
     notebooks: tuple[NotebookShape, ...]
+    duedate: datetime | None = None  #: the assignment's due date (naive UTC), if it has one
 
     @classmethod
     def read(cls, gb: Gradebook, assignment: str) -> AssignmentShape:
@@ -63,7 +75,49 @@ class AssignmentShape:
             )
             for nb in found.notebooks
         )
-        return cls(found.id, notebooks)
+        return cls(found.id, notebooks, found.duedate)
+
+
+@dataclass(frozen=True)
+class Held:
+    """What the gradebook holds of one batch's students, read in one query a table."""
+
+    students: dict[str, Student]  #: the students who have a row, by id
+    submitted: frozenset[str]  #: the students with a submission of the assignment
+
+    @classmethod
+    def read(cls, gb: Gradebook, shape: AssignmentShape, results: Sequence[SubmissionResult]):
+        """What the gradebook holds of ``results``' students, the missing ``Student`` rows
+        inserted (with what each result knows of the student) in one ``INSERT``."""
+        ids = sorted({r.student for r in results})
+        students: dict[str, Student] = {}
+        submitted: set[str] = set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            students.update((s.id, s) for s in gb.db.query(Student).filter(Student.id.in_(chunk)))
+            submitted.update(
+                sid
+                for (sid,) in gb.db.query(SubmittedAssignment.student_id).filter(
+                    SubmittedAssignment.assignment_id == shape.id,
+                    SubmittedAssignment.student_id.in_(chunk),
+                )
+            )
+        new = {}
+        for result in results:
+            if result.student not in students and result.student not in new:
+                new[result.student] = {"id": result.student, **_identity_row(result.identity)}
+        if new:
+            gb.db.execute(insert(Student), list(new.values()))
+            students.update(
+                (s.id, s) for s in gb.db.query(Student).filter(Student.id.in_(sorted(new)))
+            )
+        return cls(students, frozenset(submitted))
+
+
+def _identity_row(identity: Identity) -> dict[str, str | None]:
+    """A new ``Student`` row's fields: what is known, and None (the column's default)."""
+    known = identity.known()
+    return {name: known.get(name) for name in ("first_name", "last_name", "email", "lms_user_id")}
 
 
 def write_scores(
@@ -72,26 +126,40 @@ def write_scores(
     notebook: str,
     result: SubmissionResult,
     shape: AssignmentShape | None = None,
+    held: Held | None = None,
 ) -> None:
     """The student's row, the submission's scores and nbgrader's late penalty, in one go.
 
-    ``shape`` is the assignment's :class:`AssignmentShape` (read here when not given).
-    Sets ``result.late`` when it was not known.
+    ``shape`` is the assignment's :class:`AssignmentShape` (read here when not given);
+    ``held``, what the gradebook holds of the batch's students (asked here when not
+    given).  Sets ``result.late`` when it was not known.
     """
     student, assignment = result.student, result.assignment
     if result.status is Status.MISSING:
         record_student(gb, result)
         gb.db.commit()
         return
-    gb.update_or_create_student(student, **result.identity.known())
     when = submission_time(result)
     scores = {cell.grade_id: cell.score for cell in result.cells}
-    try:
-        submission = gb.find_submission(assignment, student)
-    except MissingEntry:
+    if held is None or gb.authenticator is not None:  # nbgrader's calls, one by one
+        gb.update_or_create_student(student, **result.identity.known())
+        try:
+            submission = gb.find_submission(assignment, student)
+            new = False
+        except MissingEntry:
+            new = True
+    else:
+        for name, value in result.identity.known().items():
+            setattr(held.students[student], name, value)
+        new = student not in held.submitted
+        submission = None if new else gb.find_submission(assignment, student)
+    if new:
         shape = shape or AssignmentShape.read(gb, assignment)
         add_scored_submission(gb, shape, student, notebook, scores, when)
+        if shape.duedate is None or when is None:  # lateness unknown: the new rows hold it
+            return
     else:
+        assert submission is not None
         if when is not None:
             submission.timestamp = when
         _update_scores(gb, notebook, assignment, student, scores)

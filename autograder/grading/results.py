@@ -11,7 +11,8 @@ without ``"schema"`` is read as this version (as the grader wrote it before the 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+import sys
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,9 @@ NOT_RUN_PREFIX = "not run: "
 NOT_GRADED_PREFIX = "not graded: "
 
 
-@dataclass
+@dataclass(slots=True)
 class CellResult:
-    """One autograded test cell of one submission."""
+    """One autograded test cell of one submission (slotted: a class's results hold many)."""
 
     grade_id: str
     score: float
@@ -92,7 +93,7 @@ class CellResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CellResult:
         return cls(
-            grade_id=str(data["grade_id"]),
+            grade_id=sys.intern(str(data["grade_id"])),  # one copy for the whole class
             score=float(data.get("score", 0.0)),
             max_score=float(data.get("max_score", 0.0)),
             status=CellStatus(data.get("status", CellStatus.FAILED)),
@@ -140,18 +141,20 @@ class SubmissionResult:
     def to_dict(self) -> dict[str, Any]:
         """The results file's fields: the schema first, the identity's at the top level."""
         data: dict[str, Any] = {"schema": SCHEMA}
-        for name, value in asdict(self).items():
-            if name == "identity":  # written only when the download or roster told them
-                data.update((k, v) for k, v in value.items() if v is not None)
-            else:
-                data[name] = value
-        data.pop("autograded")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "identity":  # written only when the download or roster told them
+                data.update((k, v) for k, v in _plain(value).items() if v is not None)
+            elif f.name == "cells":
+                data["cells"] = [_plain(cell) for cell in value]
+            elif f.name != "autograded":
+                data[f.name] = _plain(value)
         for name in ("timestamp", "late"):  # likewise
             if data[name] is None:
                 del data[name]
         if not data["kernel"]:  # written only for a sandboxed kernel
             del data["kernel"]
-        return json.loads(json.dumps(data))  # enums to their values
+        return data
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -214,6 +217,18 @@ class GradeResult:
     def results_dir(self) -> Path:
         """``reports/<assignment>/results/``: one JSON file per student."""
         return self.reports / "results"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as its JSON holds it: an enum as its value, a list copied, a dataclass
+    (a cell, an identity) as a dict of its fields."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, (CellResult, Identity)):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    return value
 
 
 def _text(value: Any) -> str | None:
