@@ -218,7 +218,12 @@ def _collect(
     class_roster = read_roster(roster) if roster is not None else None
     if submissions is not None:
         return collect_class(
-            submissions, notebook=notebook, assignment=assignment, lms=lms, roster=class_roster
+            submissions,
+            notebook=notebook,
+            assignment=assignment,
+            lms=lms,
+            roster=class_roster,
+            spool_folder=root,
         )
     folder = root / "submitted"
     if not folder.is_dir():
@@ -233,6 +238,7 @@ def _collect(
         lms="nbgrader",
         roster=class_roster,
         select=lambda parts: len(parts) < 2 or parts[1] == assignment,
+        spool_folder=root,
     )
 
 

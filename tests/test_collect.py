@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -18,7 +19,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from autograder.course import UsageError
 from autograder.intake import collect as collect_mod
 from autograder.intake.collect import collect, collect_class, normalize_student_id
-from autograder.intake.spool import Spooled
+from autograder.intake.spool import Spool, Spooled
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1")])).encode()
 
@@ -310,3 +311,22 @@ def test_two_uploads_as_new_and_different_are_told_apart_by_their_spooled_bytes(
         "ambiguous: graded ann/a/hw.ipynb; as new and different: ann/b/hw.ipynb"
     ]
     assert subs["bob"].flags == []  # the same bytes twice: nothing to tell apart
+
+
+def test_the_spool_is_a_file_without_a_name_in_the_folder_it_is_given(tmp_path):
+    def open_files() -> set[str]:
+        found = set()
+        for fd in os.listdir("/proc/self/fd"):
+            with contextlib.suppress(OSError):
+                found.add(os.readlink(f"/proc/self/fd/{fd}"))
+        return found
+
+    before = open_files()
+    spool = Spool(tmp_path)
+    kept = spool.put(NB)
+
+    (new,) = open_files() - before
+    assert new.startswith(str(tmp_path)) and new.endswith("(deleted)"), new
+    assert list(tmp_path.iterdir()) == [] and kept.read() == NB
+    spool.close()
+    assert new not in open_files()

@@ -114,6 +114,7 @@ def collect_class(
     lms: str = "auto",
     roster: Roster | None = None,
     select: Callable[[tuple[str, ...]], bool] | None = None,
+    spool_folder: Path | None = None,
 ) -> Collected:
     """Collect every submission under ``path`` (a folder or a ``.zip``).
 
@@ -126,12 +127,14 @@ def collect_class(
     lms : the layout (``auto`` recognises it; see ``autograder.intake.detect.LAYOUTS``)
     roster : the class roster; fills in names and ids and adds students who sent nothing
     select : read only the members whose path it accepts (a folder's own parts)
+    spool_folder : where the notebooks read wait to be graded, in an unlinked file
+        (default: the temporary folder)
 
     Returns
     -------
     Collected, its submissions sorted by student id, ids unique.
     """
-    members, wrapper = read_members(path, select=select, spool=Spool())
+    members, wrapper = read_members(path, select=select, spool=Spool(spool_folder))
     if not members:
         raise UsageError(
             f"no submissions found in {path} (expected <student>.ipynb files or folders, "

@@ -8,8 +8,10 @@ read back when they are needed (their job is sent to a worker, they are copied t
 
 The spool is an unlinked temporary file (``tempfile.TemporaryFile``): nothing else can
 open it, nothing is left behind however the grader stops, and what a student's file
-becomes after it was read does not change what is graded.  When the spool cannot be
-written (a full temporary disk), the bytes stay in memory, as they would without it.
+becomes after it was read does not change what is graded.  ``grade`` puts it in the
+course folder, whose disk holds the gradebook anyway, rather than in ``/tmp``, which is
+memory on systems that mount it as ``tmpfs``.  When the spool cannot be written (a full
+disk), the bytes stay in memory, as they would without it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import tempfile
 import threading
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 class Spool:
@@ -29,8 +32,13 @@ class Spool:
     :class:`Spooled` handle refers to its spool).
     """
 
-    def __init__(self) -> None:
-        self._file = tempfile.TemporaryFile(prefix="specdec-spool-")
+    def __init__(self, folder: Path | None = None) -> None:
+        """A new, empty spool in ``folder`` (default, or when it refuses: the temporary
+        folder)."""
+        try:
+            self._file = tempfile.TemporaryFile(prefix=".specdec-spool-", dir=folder)
+        except OSError:
+            self._file = tempfile.TemporaryFile(prefix=".specdec-spool-")
         self._end = 0
         self._lock = threading.Lock()  # put() from the collector, read() from anywhere
         self._closer = weakref.finalize(self, self._file.close)
