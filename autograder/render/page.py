@@ -130,9 +130,13 @@ def _learner_view(nb: NotebookNode, course: Path) -> NotebookNode:
 
 
 def read_notebook(path: Path) -> NotebookNode | None:
-    """Read a notebook, or return None when it is missing or not a valid notebook."""
+    """Read a notebook, or return None when it is missing or not a valid notebook.
+
+    It is not validated against nbformat's schema: ``nbformat.read`` only logs what the
+    validation finds, and a page is drawn from whatever cells there are.
+    """
     try:
-        nb = nbformat.read(str(path), as_version=4)
+        nb = nbformat.convert(nbformat.reader.reads(path.read_text("utf-8")), 4)
     except Exception:  # missing, not JSON, not a notebook: the page says so
         return None
     return nb if isinstance(nb.get("cells"), list) else None
