@@ -393,8 +393,7 @@ class _Recorder:
         A kept result is recorded again only when ``decision.rerecord``, and gets no page.
         """
         if decision.action is Action.KEEP and not decision.rerecord:
-            self.out.reused.append(decision.student)
-            self._page_if_missing(decision)
+            self._reused(decision)
             return []
         result = decision.recorded(graded)
         stage(self.out.course, self.notebook, self.test_cells, result, self.out.results_dir)
@@ -415,8 +414,7 @@ class _Recorder:
         new, pages = [], []
         for decision, result in batch:
             if decision.action is Action.KEEP:
-                self.out.reused.append(decision.student)
-                self._page_if_missing(decision)
+                self._reused(decision)
                 continue
             new.append(decision.student)
             if result.status is not Status.MISSING:
@@ -427,8 +425,10 @@ class _Recorder:
         self.out.graded_now.extend(new)
         return new
 
-    def _page_if_missing(self, decision: Decision) -> None:
-        """Note a kept result whose feedback page an earlier run did not write."""
+    def _reused(self, decision: Decision) -> None:
+        """Count a kept result as reused, noting its feedback page if an earlier run did
+        not write it."""
+        self.out.reused.append(decision.student)
         kept = decision.result
         if self.pages is None or kept is None or kept.status is Status.MISSING:
             return

@@ -141,7 +141,7 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
 ):
     """A batch of a student with a submission, one with only a row, and a new one, written
     with what the gradebook holds read once (``Held``), equals nbgrader's calls one by one."""
-    from autograder.grading.gradebook_rows import AssignmentShape, Held, write_scores
+    from autograder.grading.gradebook_rows import AssignmentShape, write_batch, write_scores
 
     config = load_config(mini_course)
     with OpenGradebook(db_url(mini_course, config), config) as books:
@@ -165,10 +165,11 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
     for url, at_once in ((db_url(mini_course, config), True), (f"sqlite:///{theirs}", False)):
         with OpenGradebook(url, config) as books, books.transaction() as gb:
             done = batch()
-            shape = AssignmentShape.read(gb, "mini")
-            held = Held.read(gb, shape, done) if at_once else None
-            for one in done:
-                write_scores(gb, config, "mini", one, shape, held)
+            if at_once:
+                write_batch(gb, config, "mini", done)
+            else:
+                for one in done:
+                    write_scores(gb, config, "mini", one, AssignmentShape.read(gb, "mini"))
         late[at_once] = [one.late for one in done]
 
     ours = gradebook_rows(db_url(mini_course, config))

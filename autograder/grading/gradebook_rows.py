@@ -1,7 +1,8 @@
 """One result's rows in nbgrader's gradebook: the student, the submission, its scores.
 
-:func:`write_scores` writes them in an open ``Gradebook``, inside the transaction that
-:mod:`autograder.grading.record` commits.  The rows are the ones nbgrader's own
+:func:`write_batch` writes a batch of results in an open ``Gradebook``, inside the
+transaction that :mod:`autograder.grading.record` commits (:func:`write_scores`, one
+result).  The rows are the ones nbgrader's own
 ``autograde`` leaves: a new submission mirrors the assignment as
 ``Gradebook.add_submission`` builds it (a notebook row per assignment notebook, a grade
 row per grade and task cell, a comment row per solution and task cell), with the
@@ -120,6 +121,23 @@ def _identity_row(identity: Identity) -> dict[str, str | None]:
     return {name: known.get(name) for name in ("first_name", "last_name", "email", "lms_user_id")}
 
 
+def write_batch(gb: Gradebook, config: Config, notebook: str, results: list[SubmissionResult]):
+    """Every result's rows (:func:`write_scores`), the assignment's shape and what the
+    gradebook holds of the batch's students read once.
+
+    nbgrader's one-by-one calls are kept where a batch read could differ from them: a
+    gradebook with an authenticator (it enrols each student it adds), or a batch that
+    names a student twice.
+    """
+    scored = [r for r in results if r.status is not Status.MISSING]
+    shape = AssignmentShape.read(gb, scored[0].assignment) if scored else None
+    once = len({r.student for r in scored}) == len(scored)
+    at_once = shape is not None and once and gb.authenticator is None
+    held = Held.read(gb, shape, scored) if at_once else None
+    for result in results:
+        write_scores(gb, config, notebook, result, shape, held)
+
+
 def write_scores(
     gb: Gradebook,
     config: Config,
@@ -131,8 +149,8 @@ def write_scores(
     """The student's row, the submission's scores and nbgrader's late penalty, in one go.
 
     ``shape`` is the assignment's :class:`AssignmentShape` (read here when not given);
-    ``held``, what the gradebook holds of the batch's students (asked here when not
-    given).  Sets ``result.late`` when it was not known.
+    ``held``, what the gradebook holds of the batch's students (None: asked here, with
+    nbgrader's own calls).  Sets ``result.late`` when it was not known.
     """
     student, assignment = result.student, result.assignment
     if result.status is Status.MISSING:
@@ -141,7 +159,7 @@ def write_scores(
         return
     when = submission_time(result)
     scores = {cell.grade_id: cell.score for cell in result.cells}
-    if held is None or gb.authenticator is not None:  # nbgrader's calls, one by one
+    if held is None:  # nbgrader's calls, one by one
         gb.update_or_create_student(student, **result.identity.known())
         try:
             submission = gb.find_submission(assignment, student)

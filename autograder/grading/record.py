@@ -41,8 +41,8 @@ from traitlets.config import Config
 
 from autograder.course import db_url, gradebook
 from autograder.files import is_disk_full, write_atomic
-from autograder.grading.gradebook_rows import AssignmentShape, Held, write_scores
-from autograder.grading.results import CellResult, Status, SubmissionResult
+from autograder.grading.gradebook_rows import write_batch
+from autograder.grading.results import CellResult, SubmissionResult
 from autograder.intake.collect import Submission
 from autograder.intake.submitted import nbgrader_timestamp, sha256
 
@@ -231,12 +231,7 @@ def _write_gradebook(
     while True:
         try:
             with books.transaction() as gb:
-                scored = [r for r in results if r.status is not Status.MISSING]
-                shape = AssignmentShape.read(gb, scored[0].assignment) if scored else None
-                once = len({r.student for r in scored}) == len(scored)
-                held = Held.read(gb, shape, scored) if shape and once else None
-                for result in results:
-                    write_scores(gb, config, notebook, result, shape, held)
+                write_batch(gb, config, notebook, results)
             for result in results:
                 result.in_gradebook = True
             return
