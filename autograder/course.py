@@ -4,6 +4,10 @@ Also the one place that opens nbgrader on a course: :func:`nbgrader_api` and
 :func:`gradebook`, for the course itself or a job's scratch copy of it.  nbgrader and
 traitlets are imported by the functions that use them, so that what only needs
 :class:`UsageError` or :func:`find_course` (the command's argument parsing) does without.
+
+Both first make nbgrader read its schema's version in this process
+(:func:`read_schema_version_here`): to stamp a gradebook it creates, nbgrader otherwise runs
+the ``alembic heads`` command, a new Python of about 1.6 CPU-seconds, every time.
 """
 
 from __future__ import annotations
@@ -62,11 +66,32 @@ def db_url(course: Path, config: Config) -> str:
     return str(url) if url else f"sqlite:///{course / 'gradebook.db'}"
 
 
+def schema_version() -> str:
+    """The version nbgrader stamps on a new gradebook: the head of its alembic scripts.
+
+    The revision that ``alembic heads`` prints first, which nbgrader's own
+    ``get_alembic_version`` reads from that command's output.
+    """
+    import nbgrader.api
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory(str(Path(nbgrader.api.__file__).parent / "alembic"))
+    return scripts.get_revisions("heads")[0].revision
+
+
+def read_schema_version_here() -> None:
+    """Have nbgrader read its schema's version with :func:`schema_version` (no command)."""
+    import nbgrader.api
+
+    nbgrader.api.get_alembic_version = schema_version
+
+
 def nbgrader_api(config: Config) -> NbGraderAPI:
     """nbgrader's Python API on the course that ``config`` describes."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
 
+    read_schema_version_here()
     return NbGraderAPI(coursedir=CourseDirectory(config=config), config=config)
 
 
@@ -74,6 +99,7 @@ def gradebook(url: str, config: Config) -> Gradebook:
     """The gradebook at ``url`` for the configured course id (use it as a context manager)."""
     from nbgrader.api import Gradebook
 
+    read_schema_version_here()
     return Gradebook(url, config.CourseDirectory.course_id)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from hypothesis import settings
 from support.course import (
     CORRECT,
     FILES,
@@ -29,8 +30,14 @@ from autograder.grading.results import SubmissionResult
 #: Every lesson in ``source/``.
 LESSONS = assignments(REPO)
 
-#: The markers, and the tripwires that fail a test which starts what it is not marked for.
-pytest_plugins = ["support.markers"]
+#: The markers, and the tripwires that fail a test which starts what it is not marked for;
+#: how xdist shares the files among its workers.
+pytest_plugins = ["support.markers", "support.scheduling"]
+
+#: Hypothesis checks no time per example: the suite asserts no timing (timings are
+#: benchmarks), and its kernels share the cores with every test.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 #: The one way to let tests skip: set to 1 on a machine that cannot run unprivileged user
 #: namespaces, and the tests marked ``sandbox`` may skip there (the summary says how

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -110,3 +111,33 @@ def test_the_course_environment_skips_the_slow_iri_parsers():
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["None", "invalid"]
+
+
+@pytest.mark.parametrize("length", [40, 120])
+def test_the_forkserver_starts_under_a_tmpdir_of_any_length(tmp_path, length):
+    """Its socket lives in multiprocessing's temporary folder, under ``TMPDIR``; a socket's
+    path holds at most 107 bytes.  Under a longer ``TMPDIR`` that one folder goes elsewhere,
+    and everything else stays under ``TMPDIR``."""
+    tmpdir = tmp_path / ("t" * max(1, length - len(str(tmp_path)) - 1))
+    tmpdir.mkdir()
+    probe = (
+        "import concurrent.futures, os, tempfile\n"
+        "from multiprocessing import util\n"
+        "from autograder.grading import forkserver\n"
+        "forkserver.start()\n"
+        "with concurrent.futures.ProcessPoolExecutor(1, mp_context=forkserver.context()) as pool:\n"
+        "    print(pool.submit(os.getpid).result() != os.getpid())\n"
+        "print(util.get_temp_dir())\n"
+        "print(tempfile.mkdtemp())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmpdir)},
+    )
+    assert done.returncode == 0, done.stderr
+    worked, pymp, other = done.stdout.split("\n")[:3]
+    assert worked == "True"
+    assert other.startswith(str(tmpdir))
+    assert pymp.startswith(str(tmpdir)) is (length < 60)

@@ -293,8 +293,31 @@ def test_an_interrupted_run_finishes_on_the_next_without_double_counting(
         assert len(gb.find_assignment("mini").submissions) == 6
 
 
+def started_before_it_runs() -> None:
+    """In a Dask worker: fail unless the scheduler has heard that this job started.
+
+    A worker that dies with the job must count against it, which only that word tells;
+    a job that takes its worker down at once leaves no time to send it afterwards.
+    """
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except ValueError:  # the local pool
+        return
+    from distributed.utils import sync
+
+    from autograder.grading.cluster_worker import STARTED_TOPIC
+
+    key = worker.get_current_task()
+    events = sync(worker.loop, worker.scheduler.events, topic=STARTED_TOPIC)
+    if not any(msg.get("key") == key for _, msg in events):
+        raise RuntimeError("the job ran before the scheduler knew that it had started")
+
+
 def crash_on_mallory(job):
     """A job function whose worker process dies on one submission (as a segfault would)."""
+    started_before_it_runs()
     if job.student == "mallory":
         os._exit(77)
     return grade_job(job)
@@ -321,6 +344,7 @@ def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tm
 
 def hang_on_mallory(job):
     """A job function that never returns on one submission (stuck outside any kernel)."""
+    started_before_it_runs()
     if job.student == "mallory":
         time.sleep(3600)
     return grade_job(job)

@@ -66,6 +66,7 @@ LAZY_IMPORTS = {
     ("autograder.course", "nbgrader.apps"),
     ("autograder.course", "nbgrader.coursedir"),
     ("autograder.course", "nbgrader.api"),
+    ("autograder.course", "alembic.script"),
     # the parser offers the layout names of intake.detect, which imports every layout:
     # nbgrader (the exchange's timestamps) and yaml (Gradescope's metadata) wait for a download
     ("autograder.intake.exchange", "nbgrader.utils"),

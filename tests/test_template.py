@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 import nbformat
+from support.course import REPO
 
 from autograder.grading.template import build_template, sync_gradebook
 
@@ -45,3 +46,36 @@ def test_a_changed_source_is_synced_again(pristine_mini_course, tmp_path):
     assert stamp.read_text() != before and stamp.read_text().endswith(template_hash)
     synced = nbformat.read(written, as_version=4)
     assert synced.cells[-1].source == "One more paragraph."
+
+
+def test_a_new_gradebook_gets_nbgraders_schema_version_without_a_command(tmp_path, monkeypatch):
+    """nbgrader stamps a gradebook it creates with what ``alembic heads`` prints; the course
+    reads the same revision in this process, with no new Python started."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    import nbgrader.api
+
+    from autograder.course import gradebook, load_config, schema_version
+
+    asked = subprocess.run(
+        [sys.executable, "-c", "import nbgrader.api; print(nbgrader.api.get_alembic_version())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert schema_version() == asked.stdout.strip()
+
+    def no_command(*args, **kwargs):
+        raise AssertionError(f"a command ran: {args}")
+
+    monkeypatch.setattr(nbgrader.api.sp, "check_output", no_command)
+    shutil.copy(REPO / "nbgrader_config.py", tmp_path)
+    path = tmp_path / "gradebook.db"
+    with gradebook(f"sqlite:///{path}", load_config(tmp_path)):
+        pass
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (asked.stdout.strip(),)
+        ]

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from distributed import Reschedule, get_worker
 from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.utils import sync
 
 from autograder.grading.forkserver import WARM_IMPORTS
 from autograder.sandbox import sandbox_problem
@@ -232,8 +233,11 @@ def run_job(fn, job, name: str) -> dict:
     if not isinstance(plugin, CourseSetup) or plugin.problem:
         raise Reschedule()
     # Tell the instructor's client that this worker runs the job now: if the worker dies,
-    # the job was running on it, not merely waiting in its queue.
-    worker.log_event(STARTED_TOPIC, {"key": worker.get_current_task(), "worker": worker.address})
+    # the job was running on it, not merely waiting in its queue.  Said to the scheduler
+    # and answered before the job starts: ``worker.log_event`` only queues the message, and
+    # a job that takes its worker down at once would take the message with it.
+    started = {"key": worker.get_current_task(), "worker": worker.address}
+    sync(worker.loop, worker.scheduler.log_event, topic=STARTED_TOPIC, msg=started)
     scratch = Path(worker.local_directory) / "specdec-jobs"
     scratch.mkdir(exist_ok=True)
     return fn(replace(job, template=plugin.unpacked(worker), scratch_root=scratch))

@@ -17,7 +17,7 @@ sandbox    needs bubblewrap (may skip only with ``SPECDEC_TEST_WITHOUT_SANDBOX=1
 For a test without the marker, the tripwires make the start fail at once with
 "mark it `<marker>`": in this process at the call that starts it, and in processes the
 test started (a command, a pool worker) through a watcher that looks at the test's
-descendants every few milliseconds, kills the offending process and fails the test.  The
+descendants 20 times a second, kills the offending process and fails the test.  The
 watcher starts with the test's first new process (``subprocess``; ``multiprocessing``'s
 forkserver, spawn, or a worker forked by a running forkserver), so a test that starts no
 process pays nothing for it.
@@ -49,8 +49,9 @@ COMMAND_WORDS = {
     "hub": ("bin/jupyterhub", "jupyterhub.singleuser", "configurable-http-proxy"),
 }
 
-#: How often the watcher looks at the test's descendants, in seconds.
-WATCH_INTERVAL = 0.02
+#: How often the watcher looks at the test's descendants, in seconds: what it looks for
+#: (a kernel, Chromium, a Dask worker, a database or hub server) lives for seconds.
+WATCH_INTERVAL = 0.05
 
 
 class UnmarkedResource(Exception):
