@@ -124,21 +124,28 @@ def make_certificates(folder: Path) -> Path:
 DEATHS_FILE = "SPECDEC_TEST_DEATHS"
 
 
+#: How far into its job a crashing submission takes its worker down, in seconds.  A blamed
+#: job that the scheduler runs again must be stopped before then, by a message that goes
+#: from the worker to the scheduler, the client and back: with the suite's three test
+#: processes on two cores, that took over 2 s once.
+CRASH_AFTER = 4.0
+
+
 def crash_some(job):
     """A job function for workers: grade as usual, but kill the worker for two students.
 
     ``mallory``'s job kills its worker every time, as a submission that crashes its worker
     would; ``victim``'s kills it the first time only, as a worker killed from outside
     would.  Each death is first noted (the student's name, one line) in the file that
-    :data:`DEATHS_FILE` names, and comes 2 s into the job, as a real crash comes after
-    the kernel has started.
+    :data:`DEATHS_FILE` names, and comes :data:`CRASH_AFTER` into the job, as a real crash
+    comes after the kernel has started.
     """
     from autograder.grading.job import grade_job
 
     deaths = Path(os.environ[DEATHS_FILE])
     before = deaths.read_text().split() if deaths.exists() else []
     if job.student == "mallory" or (job.student == "victim" and "victim" not in before):
-        time.sleep(2)
+        time.sleep(CRASH_AFTER)
         with open(deaths, "a") as fh:
             fh.write(f"{job.student}\n")
         os._exit(77)
