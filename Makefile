@@ -45,7 +45,7 @@ test-fast: $(STAMP)
 # The browser tests serve the lab from the learner's environment.
 # Both parts always run; the target fails if either does.
 # `make test TEST_WORKERS=3` runs the rest in three processes instead (tests/support/
-# scheduling.py): about 10 min 17 s in all on two cores, but not yet free of flaky tests.
+# scheduling.py; see docs/testing.md for why it is not the default yet).
 TEST_WORKERS ?= 0
 test: $(STAMP) $(LEARNER_STAMP)
 	@status=0; \

@@ -126,8 +126,8 @@ DEATHS_FILE = "SPECDEC_TEST_DEATHS"
 
 #: How far into its job a crashing submission takes its worker down, in seconds.  A blamed
 #: job that the scheduler runs again must be stopped before then, by a message that goes
-#: from the worker to the scheduler, the client and back: with the suite's three test
-#: processes on two cores, that took over 2 s once.
+#: from the worker to the scheduler, the client and back, which can take over 2 s when
+#: three test processes share two cores.
 CRASH_AFTER = 4.0
 
 

@@ -15,8 +15,6 @@ It only orders and groups; every test still runs once, with its own file's fixtu
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-
 import pytest
 
 #: The session fixtures that grade or release every lesson.
@@ -49,9 +47,14 @@ LONGEST_FIRST = (
 )
 
 
+def file_of(nodeid: str) -> str:
+    """The file of a test, relative to the root (``tests/test_grade.py``)."""
+    return nodeid.split("::", 1)[0]
+
+
 def unit_of(nodeid: str) -> str:
     """The unit a test runs in: its file, or :data:`GRADED_LESSONS`."""
-    path = nodeid.split("::", 1)[0]
+    path = file_of(nodeid)
     return GRADED_LESSONS if path in GRADED_LESSONS_FILES else path
 
 
@@ -59,7 +62,7 @@ def pytest_collection_modifyitems(config, items) -> None:
     """A test outside :data:`GRADED_LESSONS_FILES` may not ask for the graded lessons."""
     strays = sorted(
         {
-            str(PurePosixPath(item.nodeid.split("::", 1)[0]))
+            file_of(item.nodeid)
             for item in items
             if GRADED_ONCE & set(getattr(item, "fixturenames", ()))
             and unit_of(item.nodeid) != GRADED_LESSONS
