@@ -2,7 +2,8 @@
 
 The grading tests that also run on a ``LocalCluster`` are in ``test_grade.py``
 (parametrised over the engines); these start ``dask scheduler`` and ``dask worker``
-themselves, on 127.0.0.1.
+themselves, on 127.0.0.1, or hold the executor's own ``LocalCluster`` where Dask's
+timing is the subject.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -29,8 +32,10 @@ from support.course import (
 )
 from support.dask_cluster import (
     DEATHS_FILE,
+    RERUN_SECONDS,
     crash_some,
     environment,
+    lose_result_once,
     make_certificates,
     start_scheduler,
     start_worker,
@@ -39,6 +44,7 @@ from support.dask_cluster import (
 
 from autograder.course import UsageError
 from autograder.grade import grade
+from autograder.grading.cluster_pool import DaskEngine
 
 pytestmark = [pytest.mark.kernel, pytest.mark.cluster]
 SANDBOX = sandbox_available()
@@ -278,3 +284,39 @@ def test_a_worker_with_other_grader_code_is_turned_away(mini_course, tmp_path):
         ("s1", "graded", "4"),
         ("s2", "graded", "2"),
     ]
+
+
+def test_a_result_lost_with_its_worker_before_it_is_read_is_computed_again(jobs, tmp_path):
+    """A worker can die holding a finished job's result before the run has read it: the
+    job after it crashed, say, while the run was still reading other results.  The
+    scheduler then computes the job again, and the run waits for that result instead of
+    taking the lost one for an empty one.
+    """
+    notes = tmp_path / "runs.txt"
+    gate = threading.Event()
+    with DaskEngine.connect(cluster="local:2") as engine:
+        client = engine.client
+        # Dask reads each finished task's outcome in one thread of its own: hold that
+        # thread, as a run reading a slow result would, until the result is lost.
+        held = client.submit(int, 1, pure=False)
+        held.add_done_callback(lambda _: gate.wait(120))
+        held.result()
+        executor = engine.executor()
+        try:
+            out = executor.submit(partial(lose_result_once, notes), jobs("s0"))
+            deadline = time.monotonic() + 60 + RERUN_SECONDS
+            while not _a_grading_result_is_lost(client):
+                assert time.monotonic() < deadline, notes.read_text() if notes.exists() else ""
+                time.sleep(0.05)  # polling the client's view of the job's future
+            gate.set()
+            assert out.result(timeout=120) == "s0"
+        finally:
+            gate.set()
+            executor.shutdown()
+    assert notes.read_text().split() == ["ran", "died", "ran"]
+
+
+def _a_grading_result_is_lost(client) -> bool:
+    """Whether the client has heard that a grading job's finished result was lost."""
+    states = [state for key, state in list(client.futures.items()) if "grade_job" in str(key)]
+    return any(state.status == "lost" for state in states)

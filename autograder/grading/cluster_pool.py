@@ -30,7 +30,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterable
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from contextlib import ExitStack
 from pathlib import Path
 from types import MappingProxyType
@@ -395,14 +395,16 @@ class DaskExecutor(ClusterExecutor):
             if self._tasks.get(out) is not task:
                 return  # abandoned or blamed: run_jobs has already been told
         try:
-            if task.status == "finished":
-                outcome = (task.result(), None)
-            elif task.status == "cancelled":
-                outcome = (None, RuntimeError("the Dask task was cancelled"))
-            else:
-                outcome = (None, task.exception())
-        except BaseException as exc:  # the outcome could not be fetched (connection lost)
+            # ``result`` waits when the result was lost with its worker after the job
+            # finished (the future is ``lost`` again, and the scheduler computes it anew):
+            # an outcome is read only once there is one.
+            outcome = (task.result(), None)
+        except CancelledError:
+            outcome = (None, RuntimeError("the Dask task was cancelled"))
+        except BaseException as exc:  # the job's error, or the outcome could not be fetched
             outcome = (None, exc)
+        if outcome[0] is None and outcome[1] is None:
+            outcome = (None, RuntimeError("the Dask task finished with no result"))
         again = False
         with self._lock:
             if self._tasks.get(out) is not task:

@@ -3,7 +3,8 @@
 ``dask scheduler`` and ``dask worker ... --preload autograder.cluster`` run as separate
 commands (this environment's ``bin/dask``) on 127.0.0.1, each in its own session with
 its log in a file; :meth:`DaskProcess.stop` ends the process and everything it started.
-TLS certificates are made with the ``openssl`` commands the README gives.
+TLS certificates are made with the ``openssl`` commands the README gives.  The job
+functions here (:func:`crash_some`, :func:`lose_result_once`) fail workers on purpose.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,3 +152,35 @@ def crash_some(job):
             fh.write(f"{job.student}\n")
         os._exit(77)
     return grade_job(job)
+
+
+#: How long after its job returned ``lose_result_once`` takes its worker down.
+LOSE_AFTER = 1.0
+#: How long the job takes when it is run again: long enough for a test to see the
+#: result lost before it is computed anew.
+RERUN_SECONDS = 3.0
+
+
+def lose_result_once(notes: Path, job) -> str:
+    """A job function for workers: return the student's name (no grading).
+
+    The first time, the worker dies :data:`LOSE_AFTER` seconds after the job returned,
+    with the result in its memory, as a worker does when the job after it crashes; run
+    again, the job takes :data:`RERUN_SECONDS`.  ``notes`` gets a line per run (``ran``)
+    and per death (``died``).
+    """
+    first = not notes.exists()
+    with open(notes, "a") as fh:
+        fh.write("ran\n")
+    if not first:
+        time.sleep(RERUN_SECONDS)
+        return job.student
+
+    def die() -> None:
+        time.sleep(LOSE_AFTER)
+        with open(notes, "a") as fh:
+            fh.write("died\n")
+        os._exit(77)
+
+    threading.Thread(target=die, daemon=True).start()
+    return job.student
