@@ -40,19 +40,13 @@ FAST := not kernel and not browser and not cluster and not postgres and not hub
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadfile -m "$(FAST)"
 
-# The whole suite: the fast tier on every core, then the rest in one process.
-# Each part lists its 25 slowest tests at the end, so drift shows in every run.
-# The browser tests serve the lab from the learner's environment.
-# Both parts always run; the target fails if either does.
-# `make test TEST_WORKERS=3` runs the rest in three processes instead (tests/support/
-# scheduling.py; see docs/testing.md for why it is not the default yet).
-TEST_WORKERS ?= 0
+# The whole suite in one session, in three processes (tests/support/scheduling.py decides
+# who runs what; docs/testing.md says why three on two cores).  It lists its 25 slowest
+# tests at the end, so drift shows in every run.  The browser tests serve the lab from the
+# learner's environment.  `make test TEST_WORKERS=0` runs it in this process only.
+TEST_WORKERS ?= 3
 test: $(STAMP) $(LEARNER_STAMP)
-	@status=0; \
-	$(BIN)/python -m pytest -n auto --dist loadfile -m "$(FAST)" --durations=25 || status=$$?; \
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not ($(FAST))" \
-		--durations=25 || status=$$?; \
-	exit $$status
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 lab: $(LEARNER_STAMP)
 	$(LEARNER_VENV)/bin/specdec-course lab
