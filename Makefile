@@ -11,8 +11,8 @@ LEARNER_STAMP := $(LEARNER_VENV)/.installed
 .PHONY: demo test test-fast lab lint release bench clean
 
 # (Re)create the virtual environment when it is missing or older than pyproject.toml.
-$(STAMP): pyproject.toml scripts/skip-rfc3987-syntax.pth scripts/install-venv-tweaks.sh \
-		scripts/install-proxy.sh
+$(STAMP): pyproject.toml scripts/install-system-deps.sh scripts/skip-rfc3987-syntax.pth \
+		scripts/install-venv-tweaks.sh scripts/install-proxy.sh
 	bash scripts/install-system-deps.sh
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip

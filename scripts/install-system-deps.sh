@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Install the Debian packages the course needs, only when something is missing:
 #   bubblewrap  - the sandbox that learner kernels run in (specdec-course grade)
-#   chromium    - the browser that the JupyterLab tests drive through Playwright
+#   chromium-headless-shell - the Chromium that the JupyterLab tests drive through Playwright
 #   postgresql  - the server the gradebook tests start (binaries in /usr/lib/postgresql/*/bin)
 #   npm         - installs configurable-http-proxy, JupyterHub's proxy, into .venv for the
 #                 hub tests (scripts/install-proxy.sh); it brings nodejs
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
-command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromium-headless-shell >/dev/null 2>&1 || missing+=(chromium-headless-shell)
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)

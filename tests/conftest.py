@@ -14,11 +14,10 @@ import nbformat
 import pytest
 from hypothesis import settings
 from support.course import (
-    CORRECT,
     FILES,
     MINI_SOURCE,
     REPO,
-    fill,
+    job_factory,
     new_course,
     released_notebook,
     sandbox_available,
@@ -127,32 +126,9 @@ def spares():
 
 
 @pytest.fixture
-def jobs(mini_course, mini_release, tmp_path):
+def jobs(mini_course, tmp_path):
     """A factory of sandboxed jobs for the mini course: ``jobs(student, **cell_sources)``."""
-    from autograder import sandbox
-    from autograder.grading.job import Job
-    from autograder.grading.template import build_template
-
-    template, _ = build_template(mini_course, "mini")  # the copy's, built already
-    release = mini_release
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-
-    def make(student: str, **sources: str) -> Job:
-        nb = fill(release, **{**CORRECT, **sources})
-        return Job(
-            assignment="mini",
-            student=student,
-            notebook="mini",
-            data=nbformat.writes(nb).encode(),
-            template=template,
-            scratch_root=scratch,
-            cell_timeout=10,
-            sandbox=True,
-            limits=sandbox.Limits(),
-        )
-
-    return make
+    return job_factory(mini_course, tmp_path / "scratch")
 
 
 # ---------------------------------------------------------------------------------------

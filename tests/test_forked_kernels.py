@@ -11,14 +11,25 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
+from pathlib import Path
 
 import nbformat
 import numpy
 import psutil
 import pytest
-from support.course import CORRECT, FILES, fill, sandbox_available, write_nb
+from support.course import (
+    CORRECT,
+    FILES,
+    MINI_SOURCE,
+    fill,
+    job_factory,
+    new_course,
+    sandbox_available,
+    write_nb,
+)
 
 from autograder import cli
 from autograder.grading.job import grade_job
@@ -90,6 +101,35 @@ def square(x):
 """
 
 
+@pytest.fixture(scope="module")
+def pristine_library_course(tmp_path_factory) -> Path:
+    """The ``mini`` course with a first cell that imports numpy and matplotlib, as every
+    lesson's does: its warm parent imports them too, so what a kernel changes in them is
+    what a later kernel could see if forking leaked."""
+    source = tmp_path_factory.mktemp("libraries") / "mini"
+    shutil.copytree(MINI_SOURCE, source)
+    nb = nbformat.read(source / "mini.ipynb", as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell("import matplotlib\nimport numpy as np"))
+    nbformat.write(nb, source / "mini.ipynb")
+    course = new_course(source.parent / "course", {"mini": source})
+    job_factory(course, source.parent / "scratch")  # releases it and builds its template
+    return course
+
+
+@pytest.fixture
+def library_jobs(pristine_library_course, tmp_path):
+    """Jobs of that course: ``library_jobs(student, **cell_sources)``."""
+    course = shutil.copytree(pristine_library_course, tmp_path / "course", symlinks=True)
+    return job_factory(Path(course), tmp_path / "scratch")
+
+
+def zygote_maps(spares) -> str:
+    """The memory map of the warm parent's Python (its sandbox's init is its parent)."""
+    parent = the_parent(spares)
+    zygote = psutil.Process(parent.init_pid).children()[0]
+    return open(f"/proc/{zygote.pid}/maps").read().replace(str(parent.run_dir), "")
+
+
 def printed(result) -> str:
     nb = nbformat.reads(result.autograded, as_version=4)
     return "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
@@ -114,9 +154,9 @@ def the_parent(spares) -> warm.WarmParent:
     return parents[0]
 
 
-def test_b_sees_nothing_of_a_in_the_same_warm_parent(jobs, spares):
+def test_b_sees_nothing_of_a_in_the_same_warm_parent(library_jobs, spares):
     token = f"6100.{os.getpid()}"
-    a = grade_job(jobs("alice", square=A_CELL.replace("{token}", token)), spares)
+    a = grade_job(library_jobs("alice", square=A_CELL.replace("{token}", token)), spares)
     assert a.status == "graded" and a.kernel == "forked", a
     parent = the_parent(spares)
     parent_pid = parent.init_pid
@@ -124,7 +164,7 @@ def test_b_sees_nothing_of_a_in_the_same_warm_parent(jobs, spares):
     # began (the reaper's exit kills it; it was never the warm parent's child).
     assert sleeping(token) == []
 
-    b = grade_job(jobs("bob", square=B_CELL), spares)
+    b = grade_job(library_jobs("bob", square=B_CELL), spares)
     assert b.status == "graded" and b.kernel == "forked", b
     assert the_parent(spares) is parent and parent.init_pid == parent_pid  # the same parent
     seen = line_after(printed(b), "B-SEES ")
@@ -138,9 +178,9 @@ def test_b_sees_nothing_of_a_in_the_same_warm_parent(jobs, spares):
     assert not [f for f in b.flags if f.startswith("tamper")], b.flags  # A's patches are gone
 
 
-def test_each_forked_kernel_has_its_own_random_streams(jobs, spares):
+def test_each_forked_kernel_has_its_own_random_streams(library_jobs, spares):
     """Forked children inherit their parent's numpy state unless reseeded: they must not."""
-    results = [grade_job(jobs(name, square=DRAWS_CELL), spares) for name in ("a", "b", "c")]
+    results = [grade_job(library_jobs(n, square=DRAWS_CELL), spares) for n in ("a", "b", "c")]
     assert [r.kernel for r in results] == ["forked"] * 3
     draws = [line_after(printed(r), "DRAWS ") for r in results]
     numpy_streams = {json.dumps(d[0]) for d in draws}
@@ -185,14 +225,27 @@ def test_a_warm_parent_that_cannot_start_falls_back_to_fresh_kernels(jobs, spare
     assert lines[1].startswith("kernels: 2 started fresh (the warm parent could not start")
 
 
-def test_the_warm_parent_never_imports_the_reference_nor_starts_threads(jobs, spares):
-    grade_job(jobs("alice", **CORRECT), spares)
+def test_the_warm_parent_never_imports_the_reference_nor_starts_threads(library_jobs, spares):
+    grade_job(library_jobs("alice", **CORRECT), spares)
     parent = the_parent(spares)
     zygote = psutil.Process(parent.init_pid).children()[0]
     assert zygote.num_threads() == 1
-    maps = open(f"/proc/{zygote.pid}/maps").read()
-    assert "specdec" not in maps.replace(str(parent.run_dir), "")
+    maps = zygote_maps(spares)
+    assert "_multiarray_umath" in maps and "matplotlib" in maps  # the libraries: imported
+    assert "specdec" not in maps
     assert "zmq" not in " ".join(p.path for p in zygote.open_files())
+
+
+def test_a_warm_parent_imports_numpy_and_matplotlib_only_for_an_assignment_that_does(jobs, spares):
+    """``mini``'s source imports neither: its parent leaves them to the kernels, and a
+    submission that imports them still gets them, seeded afresh."""
+    result = grade_job(jobs("alice", square=DRAWS_CELL), spares)
+    assert result.status == "graded" and result.kernel == "forked" and result.score == 4, result
+    maps = zygote_maps(spares)
+    assert "_multiarray_umath" not in maps and "matplotlib" not in maps
+    assert "zmq" in maps  # the kernel's own modules: imported
+    numpy_draws, python_draws = line_after(printed(result), "DRAWS ")
+    assert len(numpy_draws) == len(python_draws) == 4
 
 
 def test_killing_the_warm_parent_kills_its_kernels(jobs, spares):

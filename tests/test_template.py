@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 from support.course import REPO
 
-from autograder.grading.template import build_template, sync_gradebook
+from autograder.grading.template import build_template, sync_gradebook, template_imports
 
 
 def _synced(course: Path) -> tuple[Path, Path]:
@@ -79,3 +79,26 @@ def test_a_new_gradebook_gets_nbgraders_schema_version_without_a_command(tmp_pat
         assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [
             (asked.stdout.strip(),)
         ]
+
+
+def test_the_packages_a_source_notebook_imports_are_read_from_all_its_code(tmp_path):
+    """What decides the warm parent's libraries: every import in every code cell, by its
+    top-level package; IPython syntax is skipped, a cell that cannot parse adds nothing,
+    and markdown is not code."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("import pandas"),
+        nbformat.v4.new_code_cell("%matplotlib inline\nimport numpy.random as npr, os"),
+        nbformat.v4.new_code_cell("!pip list\nfrom matplotlib import pyplot as plt"),
+        nbformat.v4.new_code_cell("def f():\n    import scipy.stats\n    from . import local"),
+        nbformat.v4.new_code_cell("import sympy\nprint(1 +"),
+    ]
+    folder = tmp_path / "source" / "a"
+    folder.mkdir(parents=True)
+    nbformat.write(nb, folder / "nb.ipynb")
+    assert template_imports(tmp_path, "a", "nb") == {"numpy", "os", "matplotlib", "scipy"}
+    assert template_imports(REPO / "tests/files/mini_course", "mini", "mini") == set()
+    for lesson in sorted((REPO / "source").iterdir()):
+        [notebook] = lesson.glob("*.ipynb")
+        found = template_imports(REPO, lesson.name, notebook.stem)
+        assert {"numpy", "matplotlib"} <= found, lesson.name

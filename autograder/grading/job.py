@@ -38,7 +38,7 @@ from autograder.grading.results import NOT_RUN_PREFIX, CellResult, Status, Stop,
 from autograder.grading.scoring import failed_to_grade, score_cells, status_of
 from autograder.grading.scratch_db import scratch_url
 from autograder.grading.spare import SpareKernels
-from autograder.grading.template import template_test_cells
+from autograder.grading.template import template_imports, template_test_cells
 from autograder.intake.validate import readable_notebook
 from autograder.preprocessors import CheckCellMetadata, CollectProbes, GuardedExecute, InsertProbes
 
@@ -215,6 +215,9 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
             job_dir=job_dir,
             limits=job.limits or sandbox.Limits(),
             warm=spares.warm if job.fork else None,
+            preload=sandbox.preload_for(
+                template_imports(job.template, job.assignment, job.notebook)
+            ),
         )
         preprocessors = [sandbox.executor(p) for p in preprocessors]
     config.Autograde.autograde_preprocessors = preprocessors

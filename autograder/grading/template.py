@@ -6,7 +6,9 @@ assignment; it is built once per version of the source (cached by hash).
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -126,3 +128,31 @@ def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[
         for cell in nb.cells
         if is_test_cell(cell)
     }
+
+
+def template_imports(template: Path, assignment: str, notebook: str) -> frozenset[str]:
+    """The top-level packages that the source notebook's code imports (``numpy`` for
+    ``import numpy.random as npr``), wherever in a cell the import is.
+
+    Lines of IPython syntax (``%magic``, ``!command``) are left out; a cell that still
+    does not parse adds nothing.
+    """
+    path = template / "source" / assignment / f"{notebook}.ipynb"
+    found: set[str] = set()
+    for cell in json.loads(path.read_bytes())["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        text = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+        python = "\n".join(
+            "" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines()
+        )
+        try:
+            tree = ast.parse(python)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return frozenset(found)

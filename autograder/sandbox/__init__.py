@@ -26,9 +26,9 @@ grader's own uid, mapped into a user namespace.
 
 By default a worker does not start Python afresh for each kernel: it forks the kernel
 from a *warm parent* (:mod:`~autograder.sandbox.warm`), a Python in a sandbox of its own
-that has already imported ipykernel, numpy and matplotlib.  Each forked kernel gets new
-mount, pid, IPC, network and UTS namespaces, fresh tmpfs mounts, the same limits and no
-capabilities, before any learner code runs.
+that has already imported ipykernel, and numpy and matplotlib when the assignment does.
+Each forked kernel gets new mount, pid, IPC, network and UTS namespaces, fresh tmpfs
+mounts, the same limits and no capabilities, before any learner code runs.
 
 The worker calls :func:`configure` on the job's nbgrader config and passes its
 ``Execute`` class through :func:`executor`; nbgrader then creates a
@@ -56,7 +56,7 @@ from autograder.sandbox.executor import configure, executor
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
 from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
 from autograder.sandbox.mounts import python_mounts, visible_entries
-from autograder.sandbox.warm import WarmParents
+from autograder.sandbox.warm import WarmParents, preload_for
 
 __all__ = [
     "INNER_REFERENCE",
@@ -70,6 +70,7 @@ __all__ = [
     "kill_leftovers",
     "kill_with_sandboxes",
     "members",
+    "preload_for",
     "python_mounts",
     "running",
     "sandbox_problem",

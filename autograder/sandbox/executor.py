@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 
 from nbgrader.preprocessors import Execute
@@ -14,14 +15,20 @@ from autograder.sandbox.warm import WarmParents
 
 
 def configure(
-    config: Config, *, job_dir: Path, limits: Limits, warm: WarmParents | None = None
+    config: Config,
+    *,
+    job_dir: Path,
+    limits: Limits,
+    warm: WarmParents | None = None,
+    preload: Sequence[str] = (),
 ) -> JobKernels:
     """Configure this job's autograding to start its kernel inside the sandbox.
 
     Sets ``Execute.kernel_manager_class``, the :class:`SandboxedKernelManager` traits
     (this job's directory and ``limits``) and an ``on_cell_execute`` hook that makes the
     reference package readable only while a test cell runs.  With ``warm`` (the worker's
-    warm parents), kernels are forked from a warm parent; without, each starts fresh.
+    warm parents), kernels are forked from a warm parent, which imports ``preload`` (see
+    :func:`~autograder.sandbox.warm.preload_for`); without, each starts fresh.
     nbgrader's ``Execute``
     ignores a configured ``kernel_manager_class`` (it passes its own as a keyword), so
     also pass the executor class through :func:`executor`.
@@ -38,6 +45,7 @@ def configure(
     km.file_size_bytes = int(limits.file_size_bytes)
     km.scratch_bytes = int(limits.scratch_bytes)
     km.warm = warm
+    km.preload = list(preload)
     kernels = JobKernels()
     km.kernels = kernels
     config.Execute.on_cell_execute = kernels.gate_reference

@@ -113,6 +113,11 @@ class SandboxedKernelManager(AsyncKernelManager):
     gate_reference = Bool(
         True, help="Keep the reference unreadable except while a test cell runs (root only)."
     ).tag(config=True)
+    preload = List(
+        Unicode(),
+        [],
+        help="Modules the warm parent imports besides ipykernel's (warm.preload_for).",
+    ).tag(config=True)
     start_timeout = Float(30.0, help="Seconds bwrap has to report the sandbox running.").tag(
         config=True
     )
@@ -196,6 +201,7 @@ class SandboxedKernelManager(AsyncKernelManager):
             limits=self._limits(),
             reference_packages=tuple(self.reference_packages),
             gate_reference=self.gate_reference,
+            preload=tuple(self.preload),
             anchor=str(Path(self.job_dir).resolve().parent if self.job_dir else cwd.parent),
         )
         loop = asyncio.get_running_loop()

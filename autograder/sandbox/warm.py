@@ -2,7 +2,8 @@
 
 A fresh sandboxed kernel spends about a CPU-second starting Python and importing
 ipykernel, numpy and matplotlib.  A :class:`WarmParent` pays that once per worker and
-assignment: it starts the warm parent in a sandbox (the kernel's mounts and limits, and
+assignment, importing only the libraries the assignment's source imports
+(:func:`preload_for`): it starts the warm parent in a sandbox (the kernel's mounts and limits, and
 capabilities inside the sandbox's own user namespace, which the forked kernel drops), and
 asks it for one kernel per submission over a Unix socket.  Each kernel gets its own mount,
 pid, IPC, network and UTS namespaces and fresh tmpfs mounts (see ``warm_parent``), so it
@@ -26,6 +27,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from multiprocessing import util as mp_util
 from pathlib import Path
@@ -62,6 +64,14 @@ INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 #: Warm parents a worker keeps (one per assignment and run; the oldest is stopped).
 MAX_PARENTS = 2
 
+#: The libraries a warm parent imports when the assignment's source imports them: each
+#: top-level package, and the modules of it to import.  Each is known to start no thread
+#: and no ZeroMQ context at import, which the warm parent checks.
+PRELOADABLE = (
+    ("numpy", ("numpy",)),
+    ("matplotlib", ("matplotlib", "matplotlib.pyplot")),
+)
+
 #: How the forked kernel's start is described in results and the summary.
 FORKED = "forked"
 FRESH = "fresh"
@@ -80,6 +90,7 @@ class WarmKey:
     reference_packages: tuple[str, ...]
     gate_reference: bool
     anchor: str  #: the run's scratch folder, under which every working directory lies
+    preload: tuple[str, ...] = ()  #: the libraries' modules to import (:func:`preload_for`)
 
 
 class ForkedProcess:
@@ -184,6 +195,7 @@ class WarmParent:
                     WARM_PARENT_SOURCE.read_text(),
                     str(theirs.fileno()),
                     inner_fontlist,
+                    ",".join(self.key.preload),
                 ],
                 env=env,
                 reference_packages=self.key.reference_packages,
@@ -392,6 +404,24 @@ class WarmParents:
     def close(self) -> None:
         for key in list(self._parents):
             self._drop(key)
+
+
+def preload_for(imported: Iterable[str]) -> tuple[str, ...]:
+    """The modules a warm parent imports for an assignment whose source imports the
+    top-level packages ``imported``: those of :data:`PRELOADABLE`, in its order.
+
+    A library the source does not import is left to the kernels that import it, so an
+    assignment without numpy does not pay for it in every parent.
+
+    >>> preload_for({"os", "matplotlib", "numpy"})
+    ('numpy', 'matplotlib', 'matplotlib.pyplot')
+    >>> preload_for({"math"})
+    ()
+    """
+    names = set(imported)
+    return tuple(
+        module for package, modules in PRELOADABLE if package in names for module in modules
+    )
 
 
 def parent_environment(passed: dict[str, str], reference: bool) -> dict[str, str]:

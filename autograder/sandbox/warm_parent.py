@@ -1,12 +1,13 @@
 """The warm parent: a Python inside the sandbox that has imported the kernel, and forks it.
 
 This file is not imported by the grader.  :mod:`autograder.sandbox.warm` runs its text as
-``python -c <this file> <control fd>`` inside a bubblewrap sandbox (the same mounts as a
-kernel's, plus ``--cap-add ALL``: capabilities in the sandbox's own user namespace only),
-once per worker and assignment.  It
+``python -c <this file> <control fd> <font list> <libraries>`` inside a bubblewrap sandbox
+(the same mounts as a kernel's, plus ``--cap-add ALL``: capabilities in the sandbox's own
+user namespace only), once per worker and assignment.  It
 
-1. imports ipykernel, IPython, numpy and matplotlib (``PRELOAD``), exactly as a fresh
-   kernel would find them, and nothing of the course's reference package; it never
+1. imports ipykernel and IPython (``KERNEL_MODULES``), exactly as a fresh kernel would find
+   them, and the libraries the grader names (those of numpy and matplotlib that the
+   assignment's source imports), but nothing of the course's reference package; it never
    creates a ZeroMQ context, starts a thread or runs learner code, and it checks so;
 2. freezes the garbage collector (``gc.freeze``), so that forked children do not write
    to, and so copy, the pages they share with it;
@@ -22,13 +23,13 @@ once per worker and assignment.  It
      permitted, effective, inheritable; ``no_new_privs``) and forks K.  It then reaps
      orphans until K exits; its own exit kills whatever is left in the namespace;
    * **K**, the kernel: the request's environment and rlimits, no file descriptors but
-     the log and evidence pipe, ``numpy``'s global and Python's ``random`` generators
-     reseeded, then ipykernel's launcher with the request's arguments.
+     the log and evidence pipe, Python's ``random`` generator (and numpy's global one, if
+     imported) reseeded, then ipykernel's launcher with the request's arguments.
 
    The reply names F's and R's pids (in this sandbox's pid namespace) or the error.
 
 It exits when the control socket closes; its sandbox, and so every kernel it forked,
-dies with it.  Only the standard library is used before ``PRELOAD``.
+dies with it.  Only the standard library is used before ``KERNEL_MODULES``.
 """
 
 import ctypes
@@ -42,18 +43,15 @@ import struct
 import sys
 import threading
 
-#: What a fresh kernel imports before it runs a cell, and the lessons' common imports.
-#: Not matplotlib's inline backend nor ipywidgets: at import they hook into the running
-#: IPython shell, which the warm parent has not got.
-PRELOAD = (
+#: What a fresh kernel imports before it runs a cell.  The libraries a notebook imports
+#: come on the command line.  Not matplotlib's inline backend nor ipywidgets: at import
+#: they hook into the running IPython shell, which the warm parent has not got.
+KERNEL_MODULES = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
     "ipykernel.zmqshell",
     "IPython.core.interactiveshell",
     "ipykernel.debugger",  # debugpy and pydevd: a fresh kernel imports them as it starts
-    "numpy",
-    "matplotlib",
-    "matplotlib.pyplot",
 )
 
 _CLONE_NEWNS = 0x00020000
@@ -224,8 +222,6 @@ def start_kernel(request, log_fd, evidence_fd, present):
     import random  # already imported by the preloaded modules
     import resource
 
-    import numpy
-
     limits = request["limits"]
     cpu = int(limits["cpu_seconds"])
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 2))
@@ -268,7 +264,9 @@ def start_kernel(request, log_fd, evidence_fd, present):
     import ipykernel_launcher
 
     sys.argv = [ipykernel_launcher.__file__, *request["argv"]]
-    numpy.random.seed()  # the forked child has its parent's numpy state: fresh entropy
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:  # the forked child has its parent's numpy state: fresh entropy
+        numpy.random.seed()
     random.seed()
     gc.unfreeze()
     from ipykernel import kernelapp
@@ -390,13 +388,14 @@ def _read_lines(fd, count, timeout):
     return [line for line in data.decode(errors="replace").split("\n") if line][:count]
 
 
-def preload(fontlist_path):
-    """Import the kernel's modules; check that no thread and no ZeroMQ context started."""
+def preload(fontlist_path, libraries):
+    """Import the kernel's modules and ``libraries``; check that no thread and no ZeroMQ
+    context started."""
     if sys.path and sys.path[0] == "":
         del sys.path[0]  # the launcher removes the script's directory too
     import importlib
 
-    for name in PRELOAD:
+    for name in (*KERNEL_MODULES, *libraries):
         importlib.import_module(name)
     import zmq
 
@@ -416,7 +415,8 @@ def preload(fontlist_path):
 def main(argv):
     control = socket.socket(fileno=int(argv[0]))
     try:
-        fontlist = preload(argv[1] if len(argv) > 1 else "")
+        libraries = [name for name in (argv[2] if len(argv) > 2 else "").split(",") if name]
+        fontlist = preload(argv[1] if len(argv) > 1 else "", libraries)
     except BaseException as exc:  # noqa: BLE001
         control.send(json.dumps({"error": f"{type(exc).__name__}: {exc}"}).encode())
         return 1

@@ -29,7 +29,9 @@ from autograder.course import load_config
 from autograder.lab import lab_environment, start_lab
 from support.processes import end_session, free_port, wait_until_answers
 
-CHROMIUM = Path("/usr/bin/chromium")
+# Debian's Chromium headless shell: the build Playwright itself runs for headless tests, with
+# the same Blink and V8 as the browser, without its window system.
+CHROMIUM = Path("/usr/bin/chromium-headless-shell")
 # What works here as root, with no network and no GPU; the profile is a fresh folder.
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -52,6 +52,34 @@ def released_notebook(course: Path, assignment: str, notebook: str) -> nbformat.
     return nbformat.read(path, as_version=4)
 
 
+def job_factory(course: Path, scratch: Path):
+    """``make(student, **cell_sources)``: a sandboxed job of the ``mini`` assignment of
+    ``course`` (released, template built), its notebook the release with ``CORRECT``
+    answers and the given cells filled in."""
+    from autograder import sandbox
+    from autograder.grading.job import Job
+    from autograder.grading.template import build_template
+
+    template, _ = build_template(course, "mini")
+    release = released_notebook(course, "mini", "mini")
+    scratch.mkdir(exist_ok=True)
+
+    def make(student: str, **sources: str):
+        return Job(
+            assignment="mini",
+            student=student,
+            notebook="mini",
+            data=nbformat.writes(fill(release, **{**CORRECT, **sources})).encode(),
+            template=template,
+            scratch_root=scratch,
+            cell_timeout=10,
+            sandbox=True,
+            limits=sandbox.Limits(),
+        )
+
+    return make
+
+
 def fill(nb: nbformat.NotebookNode, **sources: str) -> nbformat.NotebookNode:
     """A copy of ``nb`` with the cells whose grade_id is a keyword replaced by its source."""
     out = copy.deepcopy(nb)

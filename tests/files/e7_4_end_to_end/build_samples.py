@@ -116,7 +116,10 @@ SCENARIOS: dict[str, dict[str, str]] = {
                 rows.append(list(q))
             return tokens, rows
             """,
-        "speculative_decode": _own_loop(),
+        # Its own draft hands back lists, so it indexes q (and p) row by row.
+        "speculative_decode": _own_loop()
+        .replace("p[i, x] / q[i, x]", "p[i][x] / q[i][x]")
+        .replace("p[i] - q[i]", "p[i] - np.asarray(q[i])"),
         "measured_alpha": """
             accepted = tested = 0
             for drafted, a, emitted in stats:
