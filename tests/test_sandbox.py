@@ -27,7 +27,7 @@ import psutil
 import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
-from support.course import FILES, fill, new_course, released_notebook, write_nb
+from support.course import FILES, fill, lesson_preload, new_course, released_notebook, write_nb
 from traitlets.config import Config
 
 from autograder import sandbox
@@ -88,7 +88,9 @@ def run(cells, course, *, limits=SMALL, timeout=10, metadata=None, **client_kw):
     for cell, meta in zip(nb.cells, metadata or [], strict=False):
         cell.metadata.update(meta)
     config = Config()
-    kernels = sandbox.configure(config, job_dir=course["job"], limits=limits, warm=course["warm"])
+    kernels = sandbox.configure(
+        config, job_dir=course["job"], limits=limits, warm=course["warm"], preload=lesson_preload()
+    )
     client = NotebookClient(
         nb,
         config=config,
@@ -388,7 +390,9 @@ def test_kill_leftovers_kills_detached_processes(course):
     """
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(textwrap.dedent(cell))])
     config = Config()
-    kernels = sandbox.configure(config, job_dir=course["job"], limits=SMALL, warm=course["warm"])
+    kernels = sandbox.configure(
+        config, job_dir=course["job"], limits=SMALL, warm=course["warm"], preload=lesson_preload()
+    )
     client = NotebookClient(
         nb,
         config=config,
@@ -471,7 +475,9 @@ warm = sandbox.WarmParents() if sys.argv[2] == "forked" else None
 nbdir = job / "notebook dir"
 nbdir.mkdir(parents=True)
 config = Config()
-kernels = sandbox.configure(config, job_dir=job, limits=sandbox.Limits(), warm=warm)
+kernels = sandbox.configure(
+    config, job_dir=job, limits=sandbox.Limits(), warm=warm, preload=sandbox.preload_for({"numpy"})
+)
 nb = nbformat.v4.new_notebook()
 nb.cells = [nbformat.v4.new_code_cell("import sys, numpy\\nprint(sys.prefix)")]
 try:

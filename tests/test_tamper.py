@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from support.course import FILES, REPO, sandbox_available
+from support.course import FILES, REPO, lesson_preload, sandbox_available
 from traitlets.config import Config
 
 from autograder import integrity, sandbox
@@ -254,7 +254,9 @@ def monitored_run(
     config = Config()
     kw = {}
     if sandboxed:
-        kernels = sandbox.configure(config, job_dir=job, limits=sandbox.Limits(), warm=warm)
+        kernels = sandbox.configure(
+            config, job_dir=job, limits=sandbox.Limits(), warm=warm, preload=lesson_preload()
+        )
         kw = {
             "kernel_manager_class": sandbox.SandboxedKernelManager,
             "on_cell_execute": config.Execute.on_cell_execute,

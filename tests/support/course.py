@@ -52,6 +52,14 @@ def released_notebook(course: Path, assignment: str, notebook: str) -> nbformat.
     return nbformat.read(path, as_version=4)
 
 
+def lesson_preload() -> tuple[str, ...]:
+    """What a lesson's warm parent imports (every lesson's source imports numpy and
+    matplotlib): the tests that configure the sandbox by hand give their parents the same."""
+    from autograder.sandbox import preload_for
+
+    return preload_for({"numpy", "matplotlib"})
+
+
 def job_factory(course: Path, scratch: Path):
     """``make(student, **cell_sources)``: a sandboxed job of the ``mini`` assignment of
     ``course`` (released, template built), its notebook the release with ``CORRECT``
