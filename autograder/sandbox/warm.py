@@ -2,12 +2,12 @@
 
 A fresh sandboxed kernel spends about a CPU-second starting Python and importing
 ipykernel, numpy and matplotlib.  A :class:`WarmParent` pays that once per worker and
-assignment, importing only the libraries the assignment's source imports
-(:func:`preload_for`): it starts the warm parent in a sandbox (the kernel's mounts and limits, and
-capabilities inside the sandbox's own user namespace, which the forked kernel drops), and
-asks it for one kernel per submission over a Unix socket.  Each kernel gets its own mount,
-pid, IPC, network and UTS namespaces and fresh tmpfs mounts (see ``warm_parent``), so it
-is as isolated from the submission before it as a fresh kernel is.
+assignment (numpy and matplotlib only if the assignment's source imports them:
+:func:`preload_for`).  It starts the warm parent in a sandbox (the kernel's mounts and
+limits, and capabilities inside the sandbox's own user namespace, which the forked kernel
+drops), and asks it for one kernel per submission over a Unix socket.  Each kernel gets
+its own mount, pid, IPC, network and UTS namespaces and fresh tmpfs mounts (see
+``warm_parent``), so it is as isolated from the submission before it as a fresh kernel is.
 
 :class:`ForkedProcess` stands where jupyter_client expects the kernel's ``Popen``: its
 pid is the kernel namespace's pid 1 (killing it kills everything in the namespace), and
