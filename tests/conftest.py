@@ -19,6 +19,7 @@ from support.course import (
     REPO,
     job_factory,
     new_course,
+    ready_mini_course,
     released_notebook,
     sandbox_available,
 )
@@ -86,13 +87,7 @@ def pristine_mini_course(tmp_path_factory) -> Path:
 
     Never graded nor written by a test: :func:`mini_course` hands out copies of it.
     """
-    from autograder.grading.template import build_template, sync_gradebook
-
-    course = new_course(tmp_path_factory.mktemp("pristine") / "course", {"mini": MINI_SOURCE})
-    released_notebook(course, "mini", "mini")
-    _, template_hash = build_template(course, "mini")
-    sync_gradebook(course, "mini", template_hash)
-    return course
+    return ready_mini_course(tmp_path_factory.mktemp("pristine") / "course")
 
 
 @pytest.fixture

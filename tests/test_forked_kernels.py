@@ -26,7 +26,7 @@ from support.course import (
     MINI_SOURCE,
     fill,
     job_factory,
-    new_course,
+    ready_mini_course,
     sandbox_available,
     write_nb,
 )
@@ -111,9 +111,7 @@ def pristine_library_course(tmp_path_factory) -> Path:
     nb = nbformat.read(source / "mini.ipynb", as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell("import matplotlib\nimport numpy as np"))
     nbformat.write(nb, source / "mini.ipynb")
-    course = new_course(source.parent / "course", {"mini": source})
-    job_factory(course, source.parent / "scratch")  # releases it and builds its template
-    return course
+    return ready_mini_course(source.parent / "course", source)
 
 
 @pytest.fixture
@@ -123,11 +121,15 @@ def library_jobs(pristine_library_course, tmp_path):
     return job_factory(Path(course), tmp_path / "scratch")
 
 
+def zygote(spares) -> psutil.Process:
+    """The warm parent's Python (its sandbox's init is its parent)."""
+    return psutil.Process(the_parent(spares).init_pid).children()[0]
+
+
 def zygote_maps(spares) -> str:
-    """The memory map of the warm parent's Python (its sandbox's init is its parent)."""
-    parent = the_parent(spares)
-    zygote = psutil.Process(parent.init_pid).children()[0]
-    return open(f"/proc/{zygote.pid}/maps").read().replace(str(parent.run_dir), "")
+    """The memory map of the warm parent's Python, less the paths of its own run folder."""
+    maps = open(f"/proc/{zygote(spares).pid}/maps").read()
+    return maps.replace(str(the_parent(spares).run_dir), "")
 
 
 def printed(result) -> str:
@@ -227,13 +229,12 @@ def test_a_warm_parent_that_cannot_start_falls_back_to_fresh_kernels(jobs, spare
 
 def test_the_warm_parent_never_imports_the_reference_nor_starts_threads(library_jobs, spares):
     grade_job(library_jobs("alice", **CORRECT), spares)
-    parent = the_parent(spares)
-    zygote = psutil.Process(parent.init_pid).children()[0]
-    assert zygote.num_threads() == 1
+    python = zygote(spares)
+    assert python.num_threads() == 1
     maps = zygote_maps(spares)
     assert "_multiarray_umath" in maps and "matplotlib" in maps  # the libraries: imported
     assert "specdec" not in maps
-    assert "zmq" not in " ".join(p.path for p in zygote.open_files())
+    assert "zmq" not in " ".join(p.path for p in python.open_files())
 
 
 def test_a_warm_parent_imports_numpy_and_matplotlib_only_for_an_assignment_that_does(jobs, spares):

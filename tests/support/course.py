@@ -52,6 +52,18 @@ def released_notebook(course: Path, assignment: str, notebook: str) -> nbformat.
     return nbformat.read(path, as_version=4)
 
 
+def ready_mini_course(root: Path, source: Path = MINI_SOURCE) -> Path:
+    """A course at ``root`` holding ``source`` as the ``mini`` assignment, released, its
+    template built and its gradebook synced, so that grading it starts at once."""
+    from autograder.grading.template import build_template, sync_gradebook
+
+    course = new_course(root, {"mini": source})
+    released_notebook(course, "mini", "mini")
+    _, template_hash = build_template(course, "mini")
+    sync_gradebook(course, "mini", template_hash)
+    return course
+
+
 def lesson_preload() -> tuple[str, ...]:
     """What a lesson's warm parent imports (every lesson's source imports numpy and
     matplotlib): the tests that configure the sandbox by hand give their parents the same."""
