@@ -1,5 +1,8 @@
 # One task runner for the course: demo, test, lab, lint, release.
-PYTHON ?= python3
+# What the environments are built from: Debian's python3 there, else python3 on PATH
+# (scripts/venv-python.sh says why).  Run by the shell when a recipe needs it, after
+# scripts/install-system-deps.sh; `make PYTHON=/path/to/python3` chooses another.
+PYTHON ?= $$(sh scripts/venv-python.sh)
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
@@ -12,7 +15,7 @@ LEARNER_STAMP := $(LEARNER_VENV)/.installed
 
 # (Re)create the virtual environment when it is missing or older than pyproject.toml.
 $(STAMP): pyproject.toml scripts/install-system-deps.sh scripts/skip-rfc3987-syntax.pth \
-		scripts/install-venv-tweaks.sh scripts/install-proxy.sh
+		scripts/install-venv-tweaks.sh scripts/install-proxy.sh scripts/venv-python.sh
 	bash scripts/install-system-deps.sh
 	@if [ ! -x $(BIN)/python ]; then $(PYTHON) -m venv $(VENV); fi
 	$(BIN)/pip install --quiet --upgrade pip

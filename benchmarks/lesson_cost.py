@@ -4,8 +4,8 @@ Usage: ``.venv/bin/python benchmarks/lesson_cost.py [--lessons e7_5,e7_6]``.  Fo
 lesson, in a fresh course holding that lesson alone, it times the two gradings the
 suite's session fixtures do for every lesson (``tests/conftest.py``):
 
-* ``release``: the release with its self-check (the source graded full marks, the blank
-  release graded zero), as the ``releases`` fixture does;
+* ``release``: the release generated, without the self-check, as the ``releases`` fixture
+  does (the lesson's ``reference`` and ``blank`` samples prove full marks and zero);
 * ``samples``: every sample in ``tests/files/<lesson>/submissions`` graded with 2 workers,
   forked, feedback pages written, as the ``graded_lessons`` fixture does.
 
@@ -34,13 +34,13 @@ from autograder.course import assignments  # noqa: E402
 
 
 def cost(lesson: str, scratch: Path) -> tuple[float, float, int]:
-    """(seconds to release with the self-check, seconds to grade the samples, samples)."""
+    """(seconds to release, seconds to grade the samples, samples)."""
     from autograder.grade import grade
     from autograder.release import release
 
     course = new_course(scratch / "course", {lesson: REPO / "source" / lesson})
     started = time.perf_counter()
-    release(course=course, all=True, sandbox=sandbox_available())
+    release(course=course, all=True, check=False)
     released = time.perf_counter() - started
     started = time.perf_counter()
     graded = grade(
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="lesson-cost-") as scratch:
             released, graded, n = cost(lesson, Path(scratch))
         print(
-            f"{lesson}: release with the self-check {released:.1f} s; {n} samples graded "
+            f"{lesson}: release {released:.1f} s; {n} samples graded "
             f"in {graded:.1f} s ({graded / n:.2f} s each); {released + graded:.1f} s in all",
             flush=True,
         )

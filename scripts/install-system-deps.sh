@@ -5,6 +5,8 @@
 #   postgresql  - the server the gradebook tests start (binaries in /usr/lib/postgresql/*/bin)
 #   npm         - installs configurable-http-proxy, JupyterHub's proxy, into .venv for the
 #                 hub tests (scripts/install-proxy.sh); it brings nodejs
+#   python3-venv - Debian's python3 with venv and pip, which the environments are built on
+#                 (scripts/venv-python.sh) and the hub test's learners' servers run on
 set -euo pipefail
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
@@ -12,6 +14,7 @@ command -v chromium-headless-shell >/dev/null 2>&1 || missing+=(chromium-headles
 compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 fc-list 2>/dev/null | grep -qi dejavu || missing+=(fonts-dejavu-core)
+/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "Installing Debian packages: ${missing[*]}"
 SUDO=""

@@ -140,11 +140,13 @@ def lesson_course(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def releases(lesson_course) -> dict:
-    """Release every lesson with the self-check (source autograded, blank release autograded)."""
+    """Release every lesson, without the self-check: each lesson's ``reference`` and ``blank``
+    samples, in :func:`graded_lessons`, are the notebooks it would grade (the source's
+    solutions in the release, and the release itself), and ``test_release.py`` tests the
+    self-check on ``mini``."""
     from autograder.release import release
 
-    sandbox = sandbox_available()
-    return {r.assignment: r for r in release(course=lesson_course, all=True, sandbox=sandbox)}
+    return {r.assignment: r for r in release(course=lesson_course, all=True, check=False)}
 
 
 @pytest.fixture(scope="session")

@@ -46,20 +46,6 @@ def test_there_are_lessons():
     assert {"e7_2_acceptance_tests", "e7_3_accept_step"} <= set(LESSONS)
 
 
-@pytest.mark.kernel
-@pytest.mark.parametrize("assignment", LESSONS)
-def test_source_autogrades_to_full_marks(releases, assignment):
-    [(score, total)] = releases[assignment].source_scores.values()
-    assert total > 0 and score == total
-
-
-@pytest.mark.kernel
-@pytest.mark.parametrize("assignment", LESSONS)
-def test_release_scores_zero_on_every_graded_cell(releases, assignment):
-    [(score, total)] = releases[assignment].release_scores.values()
-    assert total > 0 and score == 0  # the release checks every cell, not only the total
-
-
 def _comparable(nb) -> dict:
     """A notebook without volatile parts (outputs, counts, ids, run metadata)."""
     cells = [
@@ -153,9 +139,12 @@ def test_sample_submissions_get_the_expected_score_on_every_cell(graded_lessons,
                     f" ({got[gid].message[:200]})"
                 )
     assert not wrong, "\n".join(wrong)
-    reference = results["reference"]
-    assert reference.score == reference.max_score and reference.status is Status.GRADED
-    assert results["blank"].score == 0
+    # The source's solutions get full marks, and the release as committed gets zero on every
+    # graded cell: what `specdec-course release` proves with the source and the release.
+    reference, blank = results["reference"], results["blank"]
+    assert reference.status is Status.GRADED and reference.max_score > 0
+    assert [c.grade_id for c in reference.cells if c.score < c.max_score] == []
+    assert blank.max_score > 0 and [c.grade_id for c in blank.cells if c.score > 0] == []
 
 
 @pytest.mark.parametrize("assignment", LESSONS)
