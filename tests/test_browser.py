@@ -25,6 +25,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from playwright.sync_api import expect, sync_playwright
 from support.browser import (
     NotebookPage,
+    close_notebooks,
     copy_course,
     describe_errors,
     drag_slider,
@@ -109,6 +110,25 @@ def page(chromium, lab_server):
     tab = chromium.new_page()
     yield tab
     tab.close()
+    lab_server.shutdown_kernels()
+
+
+@pytest.fixture(scope="module")
+def lab_tab(chromium):
+    """One tab for the notebook tests, in which the lab loads once (see `notebook_tab`)."""
+    tab = chromium.new_page()
+    yield tab
+    tab.close()
+
+
+@pytest.fixture
+def notebook_tab(lab_tab, lab_server):
+    """`lab_tab`, with the lab loaded or not; afterwards its notebook is closed, unsaved
+    changes discarded, and its kernel shut down, so the next test opens its own notebook
+    in the same lab (File > Open from Path) instead of loading the lab again."""
+    yield lab_tab
+    if lab_tab.url.startswith(f"{lab_server.base_url}/lab"):
+        close_notebooks(lab_tab)
     lab_server.shutdown_kernels()
 
 
@@ -361,8 +381,8 @@ def check_only_stubs_fail(saved: nbformat.NotebookNode, solutions: dict[str, str
 
 @pytest.mark.browser
 @pytest.mark.kernel
-def test_source_notebook_runs_top_to_bottom_without_error(page, lab_server):
-    nbp = NotebookPage(page, lab_server, SOURCE_NB)
+def test_source_notebook_runs_top_to_bottom_without_error(notebook_tab, lab_server):
+    nbp = NotebookPage(notebook_tab, lab_server, SOURCE_NB)
     nbp.run_all()
     saved = nbp.save()
     assert error_outputs(saved) == {}, describe_errors(saved)
@@ -483,7 +503,7 @@ LESSONS = {
 @pytest.mark.kernel
 @pytest.mark.parametrize("assignment", sorted(LESSONS))
 def test_a_learner_runs_the_blank_release_then_solves_it_and_validates(
-    page, lab_server, course, assignment
+    notebook_tab, lab_server, course, assignment
 ):
     """One lesson, in one notebook session, as a learner goes through it.
 
@@ -496,6 +516,7 @@ def test_a_learner_runs_the_blank_release_then_solves_it_and_validates(
     """
     lesson = LESSONS[assignment]
     short = assignment[:4]
+    page = notebook_tab
     nbp = NotebookPage(page, lab_server, lesson.release)
     # nbgrader's lab extension put its Validate button in the notebook toolbar.
     expect(nbp.panel.locator(".jp-Toolbar .validate-button")).to_have_text("Validate")

@@ -271,8 +271,15 @@ class NotebookPage:
         self.path = path
         self.errors: list[str] = []
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        # ?reset: a fresh workspace, so the previous test's notebook does not reopen.
-        page.goto(server.url(f"lab/tree/{path}", "reset"))
+        if page.url.startswith(f"{server.base_url}/lab"):
+            # The lab is already loaded in this tab (see close_notebooks): open the file
+            # as a learner would without reloading it, File > Open from Path.
+            self.menu("File", "filebrowser:open-path")
+            page.locator(".jp-Dialog input").fill(path)
+            page.keyboard.press("Enter")
+        else:
+            # ?reset: a fresh workspace, so the previous test's notebook does not reopen.
+            page.goto(server.url(f"lab/tree/{path}", "reset"))
         self.panel = page.locator(PANEL).first
         expect(self.cells.first).to_be_visible(timeout=CELL_TIMEOUT_MS)
         self.wait_for_kernel_idle()
@@ -406,6 +413,22 @@ class NotebookPage:
         dialog = self.page.locator(".jp-Dialog", has_text="Validation Results")
         expect(dialog).to_be_visible(timeout=VALIDATE_TIMEOUT_MS)
         return dialog
+
+
+def close_notebooks(page: Page) -> None:
+    """File > Close All Tabs in the lab of ``page``, discarding unsaved changes, and wait
+    until no notebook is open (the next :class:`NotebookPage` then opens in the same lab)."""
+    page.locator(".lm-MenuBar-item", has_text="File").first.click()
+    page.locator('.lm-Menu-item[data-command="application:close-all"]').click()
+    panels = page.locator(".jp-NotebookPanel")
+    discard = page.locator(".jp-Dialog .jp-Dialog-button", has_text="Discard")
+    # An unsaved notebook asks "Save your work" first (one notebook is open at a time).
+    page.wait_for_function(
+        "() => document.querySelector('.jp-Dialog') || !document.querySelector('.jp-NotebookPanel')"
+    )
+    if discard.count():
+        discard.click()
+    expect(panels).to_have_count(0)
 
 
 def drag_slider(page: Page, slider: Locator, *, to: str) -> None:
