@@ -263,17 +263,21 @@ def launch_chromium(playwright: Playwright, profile: Path) -> BrowserContext:
 
 
 class NotebookPage:
-    """A notebook opened in the learner's JupyterLab, driven like a learner would."""
+    """A notebook opened in the learner's JupyterLab, driven like a learner would.
 
-    def __init__(self, page: Page, server: LabServer, path: str):
+    ``in_lab``: the tab already shows the lab, with no notebook open; otherwise the tab
+    loads the lab at the notebook's URL.
+    """
+
+    def __init__(self, page: Page, server: LabServer, path: str, *, in_lab: bool = False):
         self.page = page
         self.server = server
         self.path = path
         self.errors: list[str] = []
         page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-        if page.url.startswith(f"{server.base_url}/lab"):
-            # The lab is already loaded in this tab (see close_notebooks): open the file
-            # as a learner would without reloading it, File > Open from Path.
+        if in_lab:
+            # The lab is loaded in this tab, with no notebook open (see close_notebooks):
+            # open the file as a learner would without reloading it, File > Open from Path.
             self.menu("File", "filebrowser:open-path")
             page.locator(".jp-Dialog input").fill(path)
             page.keyboard.press("Enter")
