@@ -154,8 +154,8 @@ def press(page: Page, listing: str, button: str, then: str) -> None:
 
 
 def type_answers(page: Page, server, answers: dict[str, str]) -> NotebookPage:
-    """Open the fetched notebook, type each answer into its cell, save."""
-    nbp = NotebookPage(page, server, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb")
+    """Open the fetched notebook in the loaded lab, type each answer into its cell, save."""
+    nbp = NotebookPage(page, server, f"{ASSIGNMENT}/{NOTEBOOK}.ipynb", in_lab=True)
     for grade_id, text in answers.items():
         nbp.replace_cell_source(nbp.index_of(grade_id), text)
     saved = nbp.save()

@@ -2,25 +2,21 @@
 PostgreSQL server or JupyterHub without its marker fails with "mark it `<marker>`", and fails fast.
 
 An inner pytest session (``pytester``) runs small tests with the suite's marker plugin;
-each unmarked test starts the real thing in one of the ways the suite does.  This test
+each unmarked test starts the real thing in one of the ways the suite does.  That test
 is marked with everything it lets the inner session start.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
+from support.markers import command_line
 
 pytest_plugins = ["pytester"]
-pytestmark = [
-    pytest.mark.kernel,
-    pytest.mark.browser,
-    pytest.mark.cluster,
-    pytest.mark.postgres,
-    pytest.mark.hub,
-]
 
 TESTS = Path(__file__).resolve().parent
 
@@ -111,6 +107,11 @@ def test_marked_kernel_is_fine():
 """
 
 
+@pytest.mark.kernel
+@pytest.mark.browser
+@pytest.mark.cluster
+@pytest.mark.postgres
+@pytest.mark.hub
 def test_a_test_that_starts_what_it_is_not_marked_for_fails_fast(pytester):
     pytester.makeconftest(
         f"import sys\nsys.path.insert(0, {str(TESTS)!r})\npytest_plugins = ['support.markers']\n"
@@ -151,3 +152,16 @@ def _problems(report: Path) -> dict[str, list[str]]:
         for problem in [*case.iter("failure"), *case.iter("error")]:
             texts.append(f"{problem.get('message', '')} {problem.text or ''}")
     return found
+
+
+def test_a_process_that_is_gone_or_a_zombie_has_no_command_line():
+    child = subprocess.Popen(["true"])
+    deadline = time.monotonic() + 10
+    while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert command_line(child.pid) == ""  # a zombie: psutil refuses its command line too
+    with pytest.raises(psutil.ZombieProcess):
+        psutil.Process(child.pid).cmdline()
+    child.wait()
+    assert command_line(child.pid) == ""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from autograder.sandbox import kill_leftovers, kill_with_sandboxes, members
+from autograder.sandbox import ProcessTree, kill_leftovers, kill_with_sandboxes, members
 from autograder.sandbox.limits import JOB_MARKER_ENV
 
 #: Environment variable that marks every process a job starts (kernel and children),
@@ -77,6 +77,7 @@ class MemoryWatch(threading.Thread):
         super().__init__(daemon=True, name="memory-watch")
         self.marker, self.limit, self.interval = marker, limit, interval
         self.job_dir = job_dir
+        self._tree = ProcessTree()  # read again at each look, only where the host changed
         self.fired = False
         self.reason = ""
         self._halt = threading.Event()
@@ -108,7 +109,7 @@ class MemoryWatch(threading.Thread):
         or a forked kernel's), so no scan of every process on the host is needed.
         """
         if self.job_dir is not None:
-            return members(self.job_dir)
+            return members(self.job_dir, self._tree)
         return marked_processes(self.marker)
 
     def stop(self) -> None:

@@ -48,6 +48,7 @@ does and does not prevent.
 * :mod:`~autograder.sandbox.warm_parent`: the Python inside a sandbox that forks kernels;
 * :mod:`~autograder.sandbox.warm`: the grader's side of the warm parent;
 * :mod:`~autograder.sandbox.cleanup`: finds and kills what a job's sandboxes left running.
+* :mod:`~autograder.sandbox.proctree`: the host's processes as a tree, read cheaply again.
 """
 
 from autograder.sandbox.check import sandbox_problem
@@ -56,6 +57,7 @@ from autograder.sandbox.executor import configure, executor
 from autograder.sandbox.kernel_manager import JobKernels, SandboxedKernelManager
 from autograder.sandbox.limits import INNER_REFERENCE, SANDBOX_UID, Limits
 from autograder.sandbox.mounts import python_mounts, visible_entries
+from autograder.sandbox.proctree import ProcessTree
 from autograder.sandbox.warm import WarmParents, preload_for
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "SANDBOX_UID",
     "JobKernels",
     "Limits",
+    "ProcessTree",
     "SandboxedKernelManager",
     "WarmParents",
     "configure",

@@ -17,6 +17,7 @@ from pathlib import Path
 import psutil
 
 from autograder.sandbox.limits import RUNTIME_DIR
+from autograder.sandbox.proctree import ProcessTree
 
 
 def kill_leftovers(job_dir: Path) -> int:
@@ -63,23 +64,17 @@ def kill_with_sandboxes(pids: Iterable[int]) -> int:
     return len(members)
 
 
-def members(job_dir: Path) -> list[int]:
+def members(job_dir: Path, tree: ProcessTree) -> list[int]:
     """Host pids of every process in this job's sandboxes: each init and its descendants.
 
     A process that leaves its parent is re-parented to its pid namespace's init, so the
-    init's descendants are the whole namespace.  Cheaper than :func:`running` (no scan of
-    every process on the host), which is why the memory watch uses it several times a
-    second.  It finds forked kernels too, whose environment has no job marker.
+    init's descendants are the whole namespace.  With ``tree`` kept between calls, this
+    reads only what changed on the host (:mod:`~autograder.sandbox.proctree`), unlike
+    :func:`running`, which is why the memory watch uses it several times a second.  It
+    finds forked kernels too, whose environment has no job marker.
     """
-    found = []
-    for init_pid, _ in _live_sandboxes(Path(job_dir)):
-        try:
-            init = psutil.Process(init_pid)
-            found.append(init_pid)
-            found += [child.pid for child in init.children(recursive=True)]
-        except psutil.Error:
-            continue
-    return found
+    inits = [init_pid for init_pid, _ in _live_sandboxes(Path(job_dir))]
+    return [*inits, *tree.descendants(*inits)] if inits else []
 
 
 def running(job_dir: Path) -> list[int]:

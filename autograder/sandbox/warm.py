@@ -32,8 +32,6 @@ from dataclasses import dataclass, replace
 from multiprocessing import util as mp_util
 from pathlib import Path
 
-import psutil
-
 from autograder.sandbox.cleanup import ns_pids
 from autograder.sandbox.launch import Launch, inner_env
 from autograder.sandbox.limits import (
@@ -44,6 +42,7 @@ from autograder.sandbox.limits import (
     Limits,
 )
 from autograder.sandbox.mounts import matplotlib_font_cache, python_mounts, visible_entries
+from autograder.sandbox.proctree import ProcessTree
 
 #: The warm parent's program, run from its text (``python -c``): not imported here.
 WARM_PARENT_SOURCE = Path(__file__).with_name("warm_parent.py")
@@ -164,6 +163,7 @@ class WarmParent:
         self._control: socket.socket | None = None
         self.launch: Launch | None = None
         self.init_pid: int | None = None
+        self._tree = ProcessTree()  # kept between kernels: each look reads only what is new
         self._start(env)
 
     # -- start and stop ---------------------------------------------------------------------
@@ -335,14 +335,12 @@ class WarmParent:
 
     def _host_pid(self, inner_pid: int) -> int | None:
         """Host pid of the process that is ``inner_pid`` here and pid 1 in its namespace."""
-        try:
-            family = psutil.Process(self.init_pid).children(recursive=True)
-        except psutil.Error:
+        if self.init_pid is None:
             return None
-        for process in family:
-            pids = ns_pids(process.pid)
+        for pid in self._tree.descendants(self.init_pid):
+            pids = ns_pids(pid)
             if len(pids) >= 2 and pids[-1] == 1 and pids[-2] == inner_pid:
-                return process.pid
+                return pid
         return None
 
     def _log_tail(self) -> str:

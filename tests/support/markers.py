@@ -20,16 +20,21 @@ test started (a command, a pool worker) through a watcher that looks at the test
 descendants 20 times a second, kills the offending process and fails the test.  The
 watcher starts with the test's first new process (``subprocess``; ``multiprocessing``'s
 forkserver, spawn, or a worker forked by a running forkserver), so a test that starts no
-process pays nothing for it.
+process pays nothing for it.  It reads Linux's ``/proc`` (the grading sandbox needs Linux
+too) through :class:`~autograder.sandbox.proctree.ProcessTree`, which at each look reads
+only the processes that are new.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 
 import psutil
 import pytest
+
+from autograder.sandbox.proctree import ProcessTree
 
 MARKERS = {
     "kernel": "starts Jupyter kernels, the grading sandbox or a worker pool (slower)",
@@ -98,6 +103,17 @@ def _tripwires(monkeypatch, missing: set[str]) -> None:
             monkeypatch.setattr(BrowserType, name, refuse_browser)
 
 
+def command_line(pid: int) -> str:
+    """The command line of ``pid``, its arguments joined by spaces, in lower case; ``""``
+    for a process that is gone or a zombie (as ``" ".join(psutil.Process(pid).cmdline())``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            raw = cmdline.read()
+    except OSError:
+        return ""
+    return raw.removesuffix(b"\0").replace(b"\0", b" ").decode(errors="replace").lower()
+
+
 @dataclass
 class _Watcher:
     """Looks at this process's descendants for what ``missing`` names, until stopped.
@@ -114,24 +130,15 @@ class _Watcher:
     _seen: set[tuple[int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self._me = psutil.Process()
-        self._own = " ".join(self._me.cmdline()).lower()
+        self._tree = ProcessTree()
+        self._own = command_line(os.getpid())
         self._seen = set(self._children())  # there before the test
         self._thread = threading.Thread(target=self._watch, name="marker-watch", daemon=True)
         self._thread.start()
 
     def _children(self) -> list[tuple[int, str]]:
-        try:
-            children = self._me.children(recursive=True)
-        except psutil.Error:
-            return []
-        found = []
-        for child in children:
-            try:
-                found.append((child.pid, " ".join(child.cmdline()).lower()))
-            except psutil.Error:  # gone already, or a zombie
-                continue
-        return found
+        found = [(pid, command_line(pid)) for pid in self._tree.descendants(os.getpid())]
+        return [(pid, cmdline) for pid, cmdline in found if cmdline]  # not gone, nor a zombie
 
     def _watch(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL):
