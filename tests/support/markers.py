@@ -34,8 +34,6 @@ from dataclasses import dataclass, field
 import psutil
 import pytest
 
-from autograder.sandbox.proctree import ProcessTree
-
 MARKERS = {
     "kernel": "starts Jupyter kernels, the grading sandbox or a worker pool (slower)",
     "browser": "drives Chromium through Playwright (slowest)",
@@ -130,6 +128,9 @@ class _Watcher:
     _seen: set[tuple[int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        # imported here: importing the sandbox package costs every pytest process 0.5 s
+        from autograder.sandbox.proctree import ProcessTree
+
         self._tree = ProcessTree()
         self._own = command_line(os.getpid())
         self._seen = set(self._children())  # there before the test
@@ -137,8 +138,7 @@ class _Watcher:
         self._thread.start()
 
     def _children(self) -> list[tuple[int, str]]:
-        found = [(pid, command_line(pid)) for pid in self._tree.descendants(os.getpid())]
-        return [(pid, cmdline) for pid, cmdline in found if cmdline]  # not gone, nor a zombie
+        return [(pid, command_line(pid)) for pid in self._tree.descendants(os.getpid())]
 
     def _watch(self) -> None:
         while not self._stop.wait(WATCH_INTERVAL):
@@ -146,7 +146,7 @@ class _Watcher:
 
     def check(self) -> None:
         for pid, cmdline in self._children():
-            if (pid, cmdline) in self._seen or not cmdline or cmdline == self._own:
+            if (pid, cmdline) in self._seen or not cmdline or cmdline == self._own:  # "": gone
                 continue
             self._seen.add((pid, cmdline))
             for marker in self.missing:
