@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 import psutil
 import pytest
 
+from autograder.sandbox.proctree import ProcessTree
+
 MARKERS = {
     "kernel": "starts Jupyter kernels, the grading sandbox or a worker pool (slower)",
     "browser": "drives Chromium through Playwright (slowest)",
@@ -128,9 +130,6 @@ class _Watcher:
     _seen: set[tuple[int, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        # imported here: importing the sandbox package costs every pytest process 0.5 s
-        from autograder.sandbox.proctree import ProcessTree
-
         self._tree = ProcessTree()
         self._own = command_line(os.getpid())
         self._seen = set(self._children())  # there before the test
