@@ -12,7 +12,7 @@ what one does: the spare arithmetic speculative decoding spends on verification
 ``model`` and ``hardware`` are mappings with the keys of
 :mod:`specdec_reference.specs`: ``params``, ``layers``, ``kv_heads``,
 ``head_dim``, ``bytes_per_param``; ``bandwidth`` (bytes/s) and ``peak_flops``
-(FLOP/s).
+(FLOP/s), and for :func:`max_batch` ``memory`` (the card's capacity in bytes).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "ridge_batch",
     "verify_cost_ratio",
     "arithmetic_intensity",
+    "max_batch",
 ]
 
 
@@ -341,3 +342,51 @@ def arithmetic_intensity(model: Mapping[str, Any], batch: int, seq_len: int) -> 
         model["bytes_per_param"],
     )
     return _count(batch, "batch") * flops_per_token(model["params"]) / read
+
+
+def max_batch(model: Mapping[str, Any], hardware: Mapping[str, Any], seq_len: int) -> int:
+    """Return how many sequences' key-value caches fit in memory beside the weights.
+
+    Parameters
+    ----------
+    model : mapping
+        As in :func:`step_time`.
+    hardware : mapping
+        ``memory``: the card's capacity in bytes.
+    seq_len : int
+        Positions each sequence holds in its cache, ``>= 1``.
+
+    Returns
+    -------
+    int
+        The largest ``B >= 0`` with ``W + C(seq_len, B) <= memory``: the weights
+        stay resident, each sequence has its own cache of ``seq_len`` positions,
+        and nothing else is reserved (no activations, no allocator slack).  ``0``
+        when the weights alone leave no room for one sequence, as for any model
+        too large for the card.
+
+    Notes
+    -----
+    .. math:: B_{max} = \\left\\lfloor \\frac{M - W}{C(s, 1)} \\right\\rfloor
+
+    Capacity, not only bandwidth, limits the batch: at long contexts the largest
+    batch that fits can sit far below :func:`ridge_batch`.
+
+    Examples
+    --------
+    >>> from specdec_reference.specs import LLAMA2_7B
+    >>> max_batch(LLAMA2_7B, {"memory": 80e9}, 4096)  # 66.5 GB of room, 2 GiB a sequence
+    30
+    """
+    if operator.index(seq_len) < 1:
+        raise ValueError(f"seq_len must be >= 1, got {seq_len}")
+    room = _count(hardware["memory"], "memory") - weight_bytes(
+        model["params"], model["bytes_per_param"]
+    )
+    per_sequence = kv_cache_bytes(
+        model["layers"], model["kv_heads"], model["head_dim"], seq_len, 1, model["bytes_per_param"]
+    )
+    if room < per_sequence:
+        return 0
+    # Floor division of the two floats is exact: no rounding can add a sequence.
+    return int(room // per_sequence)

@@ -61,7 +61,7 @@ def test_expected_json_gives_every_cell_its_points_or_zero():
         assert set(scores) == set(TEST_CELLS), scenario
         for gid, points in scores.items():
             assert points in (0, LESSON.points[gid]), (scenario, gid)
-    assert sum(LESSON.points.values()) == 34
+    assert sum(LESSON.points.values()) == 37
 
 
 # ---------------------------------------------------------------------------
@@ -74,7 +74,10 @@ SAMPLE_MESSAGES = {
     "mistake-one-flop-per-param": {
         "test_flops_per_token_values": "one FLOP per parameter instead of two"
     },
-    "mistake-forgets-kv-cache": {"test_step_time_values": "forgetting the KV cache"},
+    "mistake-forgets-kv-cache": {
+        "test_step_time_values": "forgetting the KV cache",
+        "test_step_time_bound": "comparing the weights' read time alone",
+    },
     "mistake-sum-not-max": {
         "test_step_time_values": "the sum of the two times instead of their maximum"
     },
@@ -87,8 +90,13 @@ SAMPLE_MESSAGES = {
     },
     "mistake-by-hand-answers": {
         "test_part1_answers_verify_ms": "five full steps",
-        "test_check_understanding_choice": 'expected "B" (memory-bound)',
+        "test_check_understanding_choice": "that is the ridge of the weights alone",
     },
+    "mistake-bound-weights-only": {
+        "test_step_time_bound": "comparing the weights' read time alone with the compute time"
+    },
+    "mistake-tie-is-compute": {"test_step_time_bound": "a tie named 'compute'"},
+    "mistake-max-batch-ignores-weights": {"test_max_batch_values": "leaving the weights out"},
 }
 
 
@@ -309,6 +317,56 @@ EXTRA_MUTANTS = {
             "test_greedy_verify_lists_or_arrays": "That is a count",
         },
     ),
+    "max-batch-negative": (
+        {
+            "max_batch": """
+            room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
+            return int(room // kv_cache_bytes(model["layers"], model["kv_heads"],
+                                              model["head_dim"], seq_len, 1,
+                                              model["bytes_per_param"]))
+            """
+        },
+        cells("test_max_batch"),
+        {"test_max_batch_values": "a negative batch when the weights do not fit"},
+    ),
+    "max-batch-rounds-up": (
+        {
+            "max_batch": """
+            import math
+
+            room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
+            cache = kv_cache_bytes(model["layers"], model["kv_heads"], model["head_dim"],
+                                   seq_len, 1, model["bytes_per_param"])
+            return max(0, math.ceil(room / cache))
+            """
+        },
+        cells("test_max_batch"),
+        {"test_max_batch_values": "rounding up"},
+    ),
+    "max-batch-real-valued": (
+        {
+            "max_batch": """
+            room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
+            return max(0.0, room / kv_cache_bytes(model["layers"], model["kv_heads"],
+                                                  model["head_dim"], seq_len, 1,
+                                                  model["bytes_per_param"]))
+            """
+        },
+        cells("test_max_batch"),
+        {"test_max_batch_values": "round down"},
+    ),
+    "max-batch-per-token-cache": (
+        {
+            "max_batch": """
+            room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
+            return max(0, int(room // kv_cache_bytes(model["layers"], model["kv_heads"],
+                                                     model["head_dim"], 1, 1,
+                                                     model["bytes_per_param"])))
+            """
+        },
+        cells("test_max_batch"),
+        {"test_max_batch_values": "seq_len left out"},
+    ),
     "part1-in-bits-and-seconds": (
         {
             "part1_answers": """
@@ -348,7 +406,7 @@ BROKEN_COUNTS = {
 
 
 def test_broken_counting_functions_cost_nothing_in_the_later_cells():
-    later = cells("test_step_time") | cells("test_ridge") | cells("test_verify")
+    later = cells("test_step_time") | cells("test_ridge") | cells("test_verify") | cells("test_max")
     assert failing(execute(BROKEN_COUNTS, only=later)) == {}
 
 
@@ -371,17 +429,24 @@ def test_the_cells_calling_reference_callees_read_no_substituted_name():
 # ---------------------------------------------------------------------------
 
 GRADED_PHRASES = {
-    "weight_bytes": ["params * bytes_per_param", "in bytes", "relative 1e-9"],
-    "flops_per_token": ["2 * params", "a multiply and an add"],
-    "kv_cache_bytes": ["2 * layers * kv_heads * head_dim * seq_len * batch", "keys and values"],
+    "weight_bytes": ["in bytes (not bits)", "relative 1e-9"],
+    "flops_per_token": ["one position's pass through the weight matrices", "count as one FLOP"],
+    "kv_cache_bytes": ["the keys and the values", "key-value head, position and sequence"],
     "step_time": [
-        "max(memory time, compute time)",
-        '"memory" if the memory time is the larger (or equal)',
+        "the two overlapping",
+        'a tie is "memory"',
+        "with and without KV caches, and at an exact tie",
         "Graded separately",
         "replaced by correct ones",
     ],
     "ridge_batch": ["smallest batch >= 1", "1 when batch 1", "replaced by correct ones"],
-    "verify_cost_ratio": ["step_time(model, hardware, k + 1, 0)", "replaced by correct ones"],
+    "max_batch": [
+        "Only the weights and the caches are reserved",
+        "fits whole or not at all",
+        "0 when the weights leave no room",
+        "replaced by correct ones",
+    ],
+    "verify_cost_ratio": ["in units of the time of one ordinary decoding step", "replaced by correct ones"],
     "greedy_verify": ["drafted[:j] + [target_argmax[j]]", "1 to k + 1 tokens", "may be changed"],
 }
 
@@ -412,10 +477,10 @@ def test_the_notebook_figures_are_the_reference_figures():
         (ns["RTX_4090"], specs.RTX_4090),
         (ns["APPLE_M2"], specs.APPLE_M2),
     ]:
-        assert mine == e7_1.hardware_dict(spec)
+        assert mine == e7_1.capacity_dict(spec)
     for mine, spec in [(ns["LLAMA2_7B"], specs.LLAMA2_7B), (ns["LLAMA2_70B"], specs.LLAMA2_70B)]:
         assert mine == e7_1.model_dict(spec)
-    assert ns["HARDWARE"] == [e7_1.hardware_dict(h) for h in specs.HARDWARE]
+    assert ns["HARDWARE"] == [e7_1.capacity_dict(h) for h in specs.HARDWARE]
 
 
 def test_the_lesson_cites_every_source_it_uses():
@@ -429,5 +494,8 @@ def test_the_lesson_cites_every_source_it_uses():
         "Touvron et al. 2023",
         "Pope et al. 2022",
         "Leviathan et al. (2023",
+        "Ainslie et al. 2023",
+        "Kaplan et al. 2020",
+        "MagicDec",
     ]:
         assert source in text, source

@@ -19,6 +19,8 @@ from specdec_reference import (
     weight_bytes,
 )
 
+from specdec_reference.roofline import max_batch
+
 MIB = 2**20
 
 
@@ -99,6 +101,27 @@ def test_a_tie_counts_as_memory_bound():
     model = {"params": 10**9, "layers": 1, "kv_heads": 1, "head_dim": 1, "bytes_per_param": 2}
     assert step_time(model, hardware, 1, 0)[1] == "memory"
     assert ridge_batch(model, hardware) == 2
+
+
+def test_about_30_sequences_of_4096_tokens_fit_beside_llama_2_7b_on_an_80_gb_card():
+    # 80 GB less 13.5 GB of weights leaves 66.5 GB; each sequence's cache takes 2 GiB.
+    assert max_batch(specs.LLAMA2_7B, {"memory": 80e9}, 4096) == 30
+    assert max_batch(specs.LLAMA2_7B, {"memory": 80e9}, 512) == 247
+    assert max_batch(specs.LLAMA2_7B, {"memory": 24e9}, 4096) == 4
+
+
+def test_llama_2_70b_fits_on_no_single_card_of_the_lesson():
+    for memory in (80e9, 24e9):
+        assert max_batch(specs.LLAMA2_70B, {"memory": memory}, 1) == 0
+
+
+def test_max_batch_counts_an_exact_fit_and_not_one_byte_less():
+    weights = weight_bytes(specs.LLAMA2_7B["params"], 2)
+    memory = weights + 7 * kv_cache_bytes(32, 32, 128, 100, 1, 2)
+    assert max_batch(specs.LLAMA2_7B, {"memory": memory}, 100) == 7
+    assert max_batch(specs.LLAMA2_7B, {"memory": memory - 1}, 100) == 6
+    with pytest.raises(ValueError):
+        max_batch(specs.LLAMA2_7B, {"memory": memory}, 0)
 
 
 def test_verifying_4_drafted_tokens_costs_one_step_and_511_costs_3_35():

@@ -67,6 +67,15 @@ SCENARIOS: dict[str, dict[str, str]] = {
             per_sequence = 2 * model["params"] / hardware["peak_flops"]
             return max(1, math.floor(weights / per_sequence) + 1)
             """,
+        "max_batch": """
+            weights = weight_bytes(model["params"], model["bytes_per_param"])
+            batch = 0
+            while weights + kv_cache_bytes(model["layers"], model["kv_heads"], model["head_dim"],
+                                           seq_len, batch + 1,
+                                           model["bytes_per_param"]) <= hardware["memory"]:
+                batch += 1
+            return batch
+            """,
         "verify_cost_ratio": """
             one, _ = step_time(model, hardware, 1, 0)
             many, _ = step_time(model, hardware, k + 1, 0)
@@ -105,6 +114,13 @@ SCENARIOS: dict[str, dict[str, str]] = {
             compute = batches * flops_per_token(model["params"]) / hardware["peak_flops"]
             return np.int64(batches[np.argmax(compute > memory)])
             """,
+        "max_batch": """
+            room = np.float64(hardware["memory"]) - weight_bytes(model["params"],
+                                                                 model["bytes_per_param"])
+            cache = kv_cache_bytes(model["layers"], model["kv_heads"], model["head_dim"],
+                                   seq_len, 1, model["bytes_per_param"])
+            return np.int64(np.clip(np.floor(room / cache), 0, None))
+            """,
         "verify_cost_ratio": """
             times = np.array([step_time(model, hardware, b, 0)[0] for b in (k + 1, 1)])
             return np.float64(times[0] / times[1])
@@ -130,6 +146,24 @@ SCENARIOS: dict[str, dict[str, str]] = {
     "mistake-sum-not-max": {
         "step_time": _step(combine="memory + compute"),
     },
+    # The bound from the weights' read time alone: right at seq_len 0, wrong with caches.
+    "mistake-bound-weights-only": {
+        "step_time": _step().replace(
+            '"memory" if memory >= compute',
+            '"memory" if weights / hardware["bandwidth"] >= compute',
+        ),
+    },
+    # A tie named "compute" (> where the contract says >=).
+    "mistake-tie-is-compute": {
+        "step_time": _step().replace("memory >= compute", "memory > compute"),
+    },
+    "mistake-max-batch-ignores-weights": {
+        "max_batch": """
+            cache = kv_cache_bytes(model["layers"], model["kv_heads"], model["head_dim"],
+                                   seq_len, 1, model["bytes_per_param"])
+            return int(hardware["memory"] // cache)
+            """,
+    },
     "mistake-verify-k-plus-one-steps": {
         "verify_cost_ratio": "return float(k + 1)",
     },
@@ -143,7 +177,7 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return emitted
             """,
     },
-    # Five positions charged five full steps, the wrong choice.
+    # Five positions charged five full steps; the weights' ridge, caches forgotten.
     "mistake-by-hand-answers": {
         "part1_answers": """
             answer_ms_per_token = 6.738e9 * 2 / 2.039e12 * 1e3
