@@ -203,6 +203,9 @@ SAMPLE_MESSAGES = {
         "test_speculative_decode_cached_rollback": "cache-rollback mistake",
         "test_speculative_decode_cached_greedy": "truncate it to len(text) - 1",
     },
+    "mistake-cached-one-pass-too-many": {
+        "test_speculative_decode_cached_rollback": "That is one pass too many"
+    },
     "mistake-pays-at-a-tie": {"test_speculation_pays_iff_alpha_exceeds_c": "not >="},
     "mistake-alpha-over-drafted": {"test_measured_alpha_values": "accepted over drafted tokens"},
     "mistake-closed-form-at-one": {"test_improvement_factor_limits": "closed form is 0/0"},
@@ -289,7 +292,7 @@ EXTRA_MUTANTS = {
             """
         },
         {"test_speculative_decode_passes"},
-        {"test_speculative_decode_passes": "yet the decoder went on"},
+        {"test_speculative_decode_passes": "That is one pass too many"},
     ),
     "temperature-divides-probabilities": (
         {

@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import kvcache, ngram
 from ..calls import call_or_fail
-from .decode import _decoded, _pass_emitted
+from .decode import _decoded, _pass_emitted, check_stopped
 from .shared import _ints
 
 
@@ -136,7 +136,8 @@ def check_cached_decode(
     first call, and at the end) the target's cache must be the text less its last
     token and the draft's the same or one entry shorter; the draft must only be fed
     the emitted text and the pass's drafted tokens; ``stats`` and the tokens must
-    agree with the passes, as in :func:`check_decode_passes`.
+    agree with the passes, and the decoder must stop as soon as ``n`` tokens are out
+    (:func:`~.decode.check_stopped`, shared with :func:`check_decode_passes`).
     """
     context = ngram.encode(prompt)
     log: list[tuple] = []
@@ -204,6 +205,7 @@ def check_cached_decode(
                     "drafted tokens: truncate the draft's cache too, and feed it what it lacks."
                 )
         produced += _pass_emitted(row, k, out, produced, drafted, where)
+        check_stopped(len(produced), n, len(passes) - i - 1, where)
     if len(produced) < n or produced[:n] != out:
         raise AssertionError(f"{call}: the returned tokens are not the passes' tokens in order.")
     length = len(context) + sum(e for _, _, e in stats)  # the last pass may emit past n

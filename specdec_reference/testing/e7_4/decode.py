@@ -66,6 +66,31 @@ def _pass_emitted(
     return emitted
 
 
+def check_stopped(produced: int, n: int, passes_after: int, where: str) -> None:
+    """Fail if passes ran after a pass that brought the output to ``n`` tokens.
+
+    Both decoders, with and without caches, loop while fewer than ``n`` tokens are
+    out: a pass after that wastes a target call and adds a stats row.
+
+    Examples
+    --------
+    >>> check_stopped(5, 5, 0, "decode(n=5), pass 2")
+    >>> check_stopped(6, 5, 1, "decode(n=5), pass 2")  # doctest: +NORMALIZE_WHITESPACE
+    Traceback (most recent call last):
+    ...
+    AssertionError: decode(n=5), pass 2: 5 tokens were out, yet the decoder went on for 1 more
+    pass. That is one pass too many: stop as soon as n tokens are out (loop while fewer than n
+    are out); each extra pass wastes a target call and adds a stats row.
+    """
+    if produced >= n and passes_after > 0:
+        more = "pass" if passes_after == 1 else "passes"
+        raise AssertionError(
+            f"{where}: {n} tokens were out, yet the decoder went on for {passes_after} more "
+            f"{more}. That is one pass too many: stop as soon as n tokens are out (loop while "
+            "fewer than n are out); each extra pass wastes a target call and adds a stats row."
+        )
+
+
 def check_decode_passes(
     fn: Callable[..., Any],
     target: Any,
@@ -131,8 +156,7 @@ def check_decode_passes(
             raise AssertionError(f"{where}: {len(drafted)} tokens were verified, expected k = {k}.")
         _check_draft_contexts(draft_calls[i], context, produced, drafted, where)
         produced += _pass_emitted(row, k, out, produced, drafted, where)
-        if len(produced) >= n and i + 1 < len(passes):
-            raise AssertionError(f"{where}: {n} tokens were out, yet the decoder went on.")
+        check_stopped(len(produced), n, len(passes) - i - 1, where)
     if len(produced) < n:
         raise AssertionError(
             f"{call}: the passes account for {len(produced)} tokens, but {n} were returned. "

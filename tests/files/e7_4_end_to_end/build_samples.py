@@ -336,6 +336,12 @@ SCENARIOS: dict[str, dict[str, str]] = {
     },
     # Never truncates either cache: the rejected drafted tokens stay in both.
     "mistake-cache-not-truncated": {"speculative_decode_cached": cached_loop([])},
+    # Loops while n or fewer tokens are out: one target pass, and one stats row, too many.
+    "mistake-cached-one-pass-too-many": {
+        "speculative_decode_cached": cached_loop(ROLLBACK).replace(
+            "while len(text) - len(prompt) < n:", "while len(text) - len(prompt) <= n:"
+        )
+    },
     "mistake-alpha-over-drafted": {
         "measured_alpha": """
             return sum(a for _, a, _ in stats) / sum(d for d, _, _ in stats)
