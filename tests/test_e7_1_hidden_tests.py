@@ -446,7 +446,10 @@ GRADED_PHRASES = {
         "0 when the weights leave no room",
         "replaced by correct ones",
     ],
-    "verify_cost_ratio": ["in units of the time of one ordinary decoding step", "replaced by correct ones"],
+    "verify_cost_ratio": [
+        "in units of the time of one ordinary decoding step",
+        "replaced by correct ones",
+    ],
     "greedy_verify": ["drafted[:j] + [target_argmax[j]]", "1 to k + 1 tokens", "may be changed"],
 }
 

@@ -18,7 +18,6 @@ from specdec_reference import (
     verify_cost_ratio,
     weight_bytes,
 )
-
 from specdec_reference.roofline import max_batch
 
 MIB = 2**20

@@ -567,7 +567,11 @@ def exact_fit(model: Mapping[str, Any], seq_len: int, batch: int) -> dict[str, A
     7
     """
     cache = roofline.kv_cache_bytes(
-        model["layers"], model["kv_heads"], model["head_dim"], seq_len, batch,
+        model["layers"],
+        model["kv_heads"],
+        model["head_dim"],
+        seq_len,
+        batch,
         model["bytes_per_param"],
     )
     memory = roofline.weight_bytes(model["params"], model["bytes_per_param"]) + cache
@@ -610,7 +614,11 @@ def memory_for(model: Mapping[str, Any], seq_len: int, sequences: float) -> dict
 
 def _one_cache(model: Mapping[str, Any], seq_len: int) -> float:
     return roofline.kv_cache_bytes(
-        model["layers"], model["kv_heads"], model["head_dim"], seq_len, 1,
+        model["layers"],
+        model["kv_heads"],
+        model["head_dim"],
+        seq_len,
+        1,
         model["bytes_per_param"],
     )
 
