@@ -182,9 +182,9 @@ MUTANTS = {
         accepted_tokens = ["the"]
         stop_position = 2
         tokens_emitted = 2
-        answer_e_n = 3.3616
-        answer_speed = 210.1
-        answer_speedup = 2.101
+        answer_e_n = 2.176
+        answer_speed = 108.8
+        answer_speedup = 1.3056
         """
     },
     "trace-inverted-ratio": {
@@ -192,9 +192,9 @@ MUTANTS = {
         accepted_tokens = []
         stop_position = 4
         tokens_emitted = 5
-        answer_e_n = 1 + 0.8 + 0.8**2 + 0.8**3 + 0.8**4 + 0.8**5
-        answer_speed = 3.3616 / 0.013
-        answer_speedup = 210.1
+        answer_e_n = 1 + 0.6 + 0.6**2 + 0.6**3 + 0.6**4
+        answer_speed = 2.176 / 0.016
+        answer_speedup = 136.0
         """
     },
     "speed-one-draft-step": {
@@ -274,7 +274,7 @@ CAUGHT = [
     ("test_part1_answers_answer_1", "mistake-by-hand-answers", "raw target probability"),
     ("test_part1_answers_answer_2", "mistake-by-hand-answers", "without the cap at 1"),
     ("test_part1_answers_answer_3", "mistake-by-hand-answers", "sum of max"),
-    ("test_check_understanding_choice", "mistake-by-hand-answers", "heuristic"),
+    ("test_check_understanding_choice", "mistake-by-hand-answers", "whenever the top choices agree"),
     (
         "test_accept_prob_ratio_below_one",
         "mistake-raw-target-probability",
@@ -549,7 +549,7 @@ def test_the_guard_catches_other_ways_of_using_the_reference(body):
 def test_the_guard_catches_an_import_before_the_first_test():
     """The first hidden test records that the reference was already imported."""
     cell = TEST_CELLS["test_part1_answers_answer_1"].source
-    ns = {"__name__": "__main__", "_ih": [], "_specdec_preloaded": True, "answer_1": 0.625}
+    ns = {"__name__": "__main__", "_ih": [], "_specdec_preloaded": True, "answer_1": 0.25}
     with pytest.raises(AssertionError, match="imported before the tests ran"):
         exec(cell, ns)
 
@@ -561,14 +561,14 @@ def test_the_guard_catches_an_import_before_the_first_test():
 DOCSTRING_PROMISES = {
     # function: phrases its docstring must contain, one per graded behaviour
     "accept_prob": [
-        "min(1, p / q)",
-        "p / q when p < q",
+        "probability that the acceptance test keeps a drafted token",
+        "below 1 only when p < q",
         "1 when p >= q",
         "ValueError",
         "zero, negative or NaN",
     ],
     "overall_acceptance": [
-        "min(p[i], q[i])",
+        "averaged over the draft's proposals",
         "1 when p equals q",
         "0 when no token",
         "different lengths",
@@ -605,9 +605,9 @@ DOCSTRING_PROMISES = {
         "rng.random(trials)",
     ],
     "speculative_speed": [
-        "1 + a + a**2 + ... + a**k",
+        "accepted independently with probability a",
         "k + 1 when a = 1",
-        "t_verify + k * t_draft",
+        "one verification and k draft steps",
         "1 / t_target",
         "your own expected_tokens",
         "your own tokens_per_time",

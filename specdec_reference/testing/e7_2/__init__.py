@@ -17,7 +17,7 @@ notebook's hidden cells import this package as ``_e72``.
   (:func:`check_accepted_tokens`, :func:`check_stop_position`,
   :func:`check_tokens_emitted`);
 - :mod:`.speed`: Part 3, the speed: the chapter's worked example (:data:`CHAPTER`), the
-  speed answers (:func:`check_speed_answers`) and ``speculative_speed``
+  numbers of Part 3's questions (:data:`PART3`), the speed answers (:func:`check_speed_answers`) and ``speculative_speed``
   (:func:`check_expected_tokens`, :func:`check_expected_tokens_at_a_equal_to_one`,
   :func:`check_tokens_per_second`, :func:`check_speedup`).
 
@@ -31,6 +31,7 @@ from .simulation import (
 )
 from .speed import (
     CHAPTER,
+    PART3,
     check_expected_tokens,
     check_expected_tokens_at_a_equal_to_one,
     check_speed_answers,
@@ -50,6 +51,7 @@ from .verification import (
 
 __all__ = [
     "CHAPTER",
+    "PART3",
     "DRAFT",
     "DRAFT_P",
     "DRAFT_Q",

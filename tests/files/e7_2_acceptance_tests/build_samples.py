@@ -27,9 +27,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "part1_answers": """
             import numpy as np
 
-            answer_1 = np.float64(0.5) / np.float64(0.8)
-            answer_2 = np.minimum(1, 0.5 / 0.25)
-            answer_3 = np.minimum([0.5, 0.3, 0.2], [0.25, 0.5, 0.25]).sum()
+            answer_1 = np.float64(0.15) / np.float64(0.6)
+            answer_2 = np.minimum(1, 0.3 / 0.2)
+            answer_3 = np.minimum([0.6, 0.1, 0.3], [0.2, 0.5, 0.3]).sum()
             """,
         "accept_prob": """
             if not q > 0:
@@ -67,9 +67,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
             accepted_tokens = ("the", "cat", "sat", "on")[:first_rejection]
             stop_position = np.int64(first_rejection + 1)
             tokens_emitted = np.int64(first_rejection + 1)
-            answer_e_n = np.sum(0.8 ** np.arange(5))
-            answer_speed = answer_e_n / np.float64(0.016)
-            answer_speedup = answer_speed / 100
+            answer_e_n = np.sum(0.6 ** np.arange(4))
+            answer_speed = answer_e_n / np.float64(0.020)
+            answer_speedup = answer_speed * np.float64(0.012)
             """,
         # The closed form, with the limit at a = 1 handled separately.
         "speculative_speed": """
@@ -92,9 +92,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
     },
     "variant-python-loops-and-lists": {
         "part1_answers": """
-            answer_1 = 0.625
+            answer_1 = 0.25
             answer_2 = 1
-            answer_3 = 0.75
+            answer_3 = 0.6
             """,
         "accept_prob": """
             if q <= 0 or q != q:  # q != q only for NaN
@@ -143,9 +143,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
                     break
             stop_position = len(accepted_tokens) + 1 if len(accepted_tokens) < 4 else None
             tokens_emitted = len(accepted_tokens) + 1
-            answer_e_n = 3.3616
-            answer_speed = 210.1
-            answer_speedup = 2.101
+            answer_e_n = 2.176
+            answer_speed = 108.8
+            answer_speedup = 1.3056
             """,
         "speculative_speed": """
             total = 0
@@ -283,9 +283,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
             accepted_tokens = ["the", "cat", "on"]
             stop_position = 3
             tokens_emitted = 4
-            answer_e_n = 3.3616
-            answer_speed = 210.1
-            answer_speedup = 2.101
+            answer_e_n = 2.176
+            answer_speed = 108.8
+            answer_speedup = 1.3056
             """,
     },
     # Part 3: the pass's own token from the target is left out, in answers and function.
@@ -294,9 +294,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
             accepted_tokens = ["the", "cat"]
             stop_position = 3
             tokens_emitted = 2
-            answer_e_n = 0.8 + 0.8**2 + 0.8**3 + 0.8**4
-            answer_speed = answer_e_n / 0.016
-            answer_speedup = answer_speed * 0.010
+            answer_e_n = 0.6 + 0.6**2 + 0.6**3
+            answer_speed = answer_e_n / 0.020
+            answer_speedup = answer_speed * 0.012
             """,
         "speculative_speed": """
             e_n = sum(a**i for i in range(1, k + 1))
@@ -310,9 +310,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
             accepted_tokens = ["the", "cat"]
             stop_position = 3
             tokens_emitted = 3
-            answer_e_n = 5
-            answer_speed = answer_e_n / 0.016
-            answer_speedup = answer_speed * 0.010
+            answer_e_n = 4
+            answer_speed = answer_e_n / 0.020
+            answer_speedup = answer_speed * 0.012
             """,
         "speculative_speed": """
             e_n = k + 1
@@ -326,9 +326,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
             accepted_tokens = ["the", "cat"]
             stop_position = 3
             tokens_emitted = 3
-            answer_e_n = 3.3616
-            answer_speed = answer_e_n / 0.012
-            answer_speedup = answer_speed * 0.010
+            answer_e_n = 2.176
+            answer_speed = answer_e_n / 0.014
+            answer_speedup = answer_speed * 0.012
             """,
         "speculative_speed": """
             e_n = sum(a**i for i in range(k + 1))
@@ -353,9 +353,9 @@ SCENARIOS: dict[str, dict[str, str]] = {
     },
     "mistake-by-hand-answers": {
         "part1_answers": """
-            answer_1 = 0.5  # the raw target probability
-            answer_2 = 2.0  # p / q without the cap
-            answer_3 = 1.25  # the sum of max(p, q)
+            answer_1 = 0.15  # the raw target probability
+            answer_2 = 1.5  # p / q without the cap
+            answer_3 = 1.4  # the sum of max(p, q)
             """,
         "check_understanding": """
             choice = "A"
