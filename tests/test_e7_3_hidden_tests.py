@@ -467,8 +467,8 @@ GRADED_PHRASES = {
         "list or 1-D array",
     ],
     "residual_distribution": [
-        "max(0, p - q)",
-        "divided by its sum",
+        "the target's probability beyond the draft's",
+        "normalized to sum to 1",
         "ValueError",
         "sums to zero",
         "that sum to 1",
@@ -480,7 +480,7 @@ GRADED_PHRASES = {
         "rng.choice(V, p=residual_distribution(target_probs[i], draft_probs[i]))",
         "rng.choice(V, p=target_probs[k])",
         "Make no other draws from rng",
-        "between 1 and k + 1 tokens",
+        "exactly one token from the target",
         "the token at every position j follows target_probs[j]",
         "k = 0 included",
         "the bonus token too",
@@ -676,13 +676,24 @@ def test_the_greedy_toy_model_hits_mismatches_often_and_says_how_many():
     assert "{mismatches} of the {passes} passes hit a mismatch" in demo
 
 
-def test_part_1_answers_come_after_the_prediction():
-    setting = _markdown("md-setting")
-    assert "at most $k + 1$" not in setting and "at least 1" not in setting
-    prefix = _markdown("md-prefix")
-    assert "At least 1" in prefix and "At most $k + 1$" in prefix
-    order = [c.id for c in LESSON.source_nb.cells]
-    assert order.index("test-part1-answers-max-tokens") < order.index("md-prefix")
+def test_part_1_answers_are_not_printed_on_the_page():
+    """Part 1's graded numbers (2, 1 and 5) follow from the rules; no text states them."""
+    answers = [
+        "says 2",
+        "returns 2",
+        "at least 1:",
+        "at most $k + 1$",
+        "5 for $k = 4$",
+        "between 1 and $k + 1$",
+        "between 1 and k + 1",
+        "still emits one token",
+    ]
+    for cell in LESSON.source_nb.cells:
+        text = cell.source.split("### BEGIN SOLUTION")[0].split("### BEGIN HIDDEN TESTS")[0]
+        if "### END HIDDEN TESTS" in cell.source:
+            text += cell.source.split("### END HIDDEN TESTS")[1]
+        for answer in answers:
+            assert answer.lower() not in text.lower(), (cell.id, answer)
 
 
 def test_the_symbols_p_and_q_say_where_they_change_meaning():
