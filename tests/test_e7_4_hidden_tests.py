@@ -477,8 +477,8 @@ GRADED_PHRASES = {
         "replaced by correct ones",
     ],
     "measured_alpha": ["tested", "accepted + 1"],
-    "tokens_per_pass": ["sum of emitted / number of passes"],
-    "improvement_factor": ["(k + 1) / (k * c + 1)", "relative 1e-9"],
+    "tokens_per_pass": ["mean, over the passes, of the tokens each one emitted"],
+    "improvement_factor": ["Theorem 3.8", "at alpha == 1 the limit", "relative 1e-9"],
     "best_k": ["0..k_max", "smallest such k on ties"],
     "speculative_decode_cached": [
         "exactly one target.forward(text[len(target.cache):] +",
@@ -488,7 +488,7 @@ GRADED_PHRASES = {
         "plain greedy decoding",
         "replaced by a correct one",
     ],
-    "speculation_pays": ["alpha > c", "ties alpha == c included"],
+    "speculation_pays": ["improvement factor above 1", "ties alpha == c included"],
 }
 
 
