@@ -274,7 +274,11 @@ CAUGHT = [
     ("test_part1_answers_answer_1", "mistake-by-hand-answers", "raw target probability"),
     ("test_part1_answers_answer_2", "mistake-by-hand-answers", "without the cap at 1"),
     ("test_part1_answers_answer_3", "mistake-by-hand-answers", "sum of max"),
-    ("test_check_understanding_choice", "mistake-by-hand-answers", "whenever the top choices agree"),
+    (
+        "test_check_understanding_choice",
+        "mistake-by-hand-answers",
+        "whenever the top choices agree",
+    ),
     (
         "test_accept_prob_ratio_below_one",
         "mistake-raw-target-probability",
