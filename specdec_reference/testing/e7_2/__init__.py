@@ -18,8 +18,9 @@ notebook's hidden cells import this package as ``_e72``.
   :func:`check_tokens_emitted`);
 - :mod:`.speed`: Part 3, the speed: the chapter's worked example (:data:`CHAPTER`), the
   numbers of Part 3's questions (:data:`PART3`), the speed answers
-  (:func:`check_speed_answers`) and ``speculative_speed`` (:func:`check_expected_tokens`, :func:`check_expected_tokens_at_a_equal_to_one`,
-  :func:`check_tokens_per_second`, :func:`check_speedup`).
+  (:func:`check_speed_answers`) and ``speculative_speed`` (:func:`check_expected_tokens`,
+  :func:`check_expected_tokens_at_a_equal_to_one`, :func:`check_tokens_per_second`,
+  :func:`check_speedup`).
 
 The comparisons use plain Python arithmetic, as the rest of :mod:`specdec_reference.testing` does.
 """
