@@ -424,13 +424,17 @@ LESSONS = {
     E7_1: Lesson(
         E7_1_RELEASE_NB,
         E7_1_SOURCE_NB,
-        frozenset({"step_time", "ridge_batch", "verify_cost_ratio", "greedy_verify"}),
+        frozenset({"step_time", "ridge_batch", "max_batch", "verify_cost_ratio", "greedy_verify"}),
         ("batch", "roofline", "trace"),
         {
+            "most = max_batch(LLAMA2_7B, A100, 4096)": (
+                "at most 30 sequences of 4096 tokens fit",
+                "memory-bound",
+            ),
             "plain = prompt  # plain greedy": (
                 "the same text as plain greedy decoding: True",
                 "passes saved",
-            )
+            ),
         },
         trace="plain = prompt  # plain greedy",
     ),
