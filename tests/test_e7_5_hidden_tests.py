@@ -470,7 +470,7 @@ def test_the_node_checks_fail_the_acceptance_mistakes_for_other_seeds(scenario, 
 
 
 def test_the_sequence_check_fails_the_draft_bonus_for_another_seed():
-    replace = {"seed=7531": "seed=8531"}
+    replace = {"seed=7530": "seed=8530"}
     lost = failing(
         execute(SCENARIOS["mistake-verify-bonus-from-draft"], only={EXACT[1]}, replace=replace)
     )
@@ -479,18 +479,18 @@ def test_the_sequence_check_fails_the_draft_bonus_for_another_seed():
 
 def test_the_statistical_cells_state_a_false_failure_probability_below_one_in_a_million():
     cell = TEST_CELLS[ACCEPTANCE].source
-    assert "draws=4000" in cell and "failure_prob=2e-7" in cell and "(3, 5)" in cell
-    assert "below 1e-6" in cell and 2 * 2 * 2e-7 < 1e-6  # the visible check cannot fail
+    assert "draws=4000" in cell and "failure_prob=2e-7" in cell and "(1, 3)]" in cell
+    assert "below 1e-6" in cell and 3 * 2e-7 < 1e-6  # the visible check cannot fail
     cell = TEST_CELLS[EXACT[0]].source
-    assert "draws=4000" in cell and "failure_prob=1.5e-7" in cell and "(2, 3, 5)" in cell
+    assert "draws=4000" in cell and "failure_prob=1.5e-7" in cell and "(2, 3)" in cell
     assert "range(1000)" in cell and "< 0.1" in cell and "below 5e-9" in cell
-    assert 2 * 3 * 1.5e-7 + 2 * math.exp(-2 * 1000 * 0.1**2) < 1e-6
+    assert 2 * 2 * 1.5e-7 + 2 * math.exp(-2 * 1000 * 0.1**2) < 1e-6
     assert 2 * math.exp(-2 * 1000 * 0.1**2) < 5e-9
     cell = TEST_CELLS[EXACT[1]].source
-    assert cell.count("runs=3000") == 2 and cell.count("failure_prob=4.5e-7") == 2
+    assert "runs=3000" in cell and "failure_prob=9e-7" in cell
     assert "below 1e-6" in cell and "range(600)" in cell and "< 0.13" in cell
     assert "less than 5e-9" in cell
-    assert 2 * 4.5e-7 + 2 * math.exp(-2 * 600 * 0.13**2) < 1e-6
+    assert 9e-7 + 2 * math.exp(-2 * 600 * 0.13**2) < 1e-6
     assert 2 * math.exp(-2 * 600 * 0.13**2) < 5e-9
 
 
@@ -554,7 +554,7 @@ GRADED_PHRASES = {
         "from the last r",
         "order of your draws from rng is free",
         "how often each candidate is the accepted one",
-        "2, 3 and 5",
+        "(with 2 and 3)",
         "disjoint supports",
         "q = p accepts the first candidate",
     ],
@@ -564,7 +564,7 @@ GRADED_PHRASES = {
         "every candidate is accepted",
         "goes down to a leaf",
         "first 2 characters",
-        "depth 1 and 2",
+        "trees of depth 1",
         "replaced by correct ones",
     ],
     "greedy_verify_tree": [
