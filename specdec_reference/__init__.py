@@ -27,7 +27,9 @@ The hidden tests of the course score learners against these functions.
   ``multi_draft_accept``, ``verify_tree``, ``greedy_verify_tree``,
   ``tree_expected_tokens``, ``best_tree``, ``chain_or_tree``), and the tree drafter and
   decoder of lesson E7.5 (``draft_tree``, ``topk_tree``, ``tree_rows``, ``tree_decode``,
-  ``multi_draft_distribution``).
+  ``multi_draft_distribution``, ``multi_draft_acceptance``);
+- :mod:`~specdec_reference.tree_cache`: the key-value cache after a tree pass
+  (``tree_cache_keep``);
 - :mod:`~specdec_reference.lookup`: prompt-lookup drafting, a draft without a model
   (``prompt_lookup_draft``, ``deterministic_verify``, ``lookup_decode``);
 - :mod:`~specdec_reference.serving`: speculation in a server, the verification pass
@@ -81,6 +83,7 @@ from .serving import (
     should_speculate,
     speculative_speedup,
 )
+from .tree_cache import tree_cache_keep
 from .trees import (
     best_tree,
     chain_or_tree,
@@ -130,6 +133,7 @@ __all__ = [
     "tree_expected_tokens",
     "best_tree",
     "chain_or_tree",
+    "tree_cache_keep",
     "prompt_lookup_draft",
     "deterministic_verify",
     "lookup_decode",

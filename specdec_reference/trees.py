@@ -38,6 +38,7 @@ __all__ = [
     "tree_rows",
     "tree_decode",
     "multi_draft_distribution",
+    "multi_draft_acceptance",
 ]
 
 
@@ -656,3 +657,41 @@ def multi_draft_distribution(
             current = _residual(current, q)
     fallback = p if mistake == "from-p" else current
     return out + alive * fallback
+
+
+def multi_draft_acceptance(p: npt.ArrayLike, q: npt.ArrayLike, m: int) -> np.ndarray:
+    """Return the exact distribution of the index that ``multi_draft_accept`` returns.
+
+    With ``m`` candidates drawn independently from ``q``, entry ``j < m`` is the
+    probability that candidate ``j`` is the accepted one, and entry ``m`` the probability
+    that all are rejected (index None).
+
+    Notes
+    -----
+    Candidate :math:`j` is a fresh draw from :math:`q`, independent of the earlier
+    rejections, and is tested against the current distribution :math:`r_j` (:math:`r_0 = p`,
+    each rejection replacing :math:`r_j` by its normalized residual), so given that the
+    test reaches it, it is accepted with probability
+    :math:`\\beta_j = \\sum_x q(x) \\min(1, r_j(x) / q(x)) = \\sum_x \\min(r_j(x), q(x))`.
+    Hence :math:`P(\\text{index} = j) = \\beta_j \\prod_{i<j} (1 - \\beta_i)`, and some
+    candidate is accepted with probability :math:`1 - \\prod_j (1 - \\beta_j)`.  Where
+    :math:`r_j \\le q` everywhere, :math:`r_j = q` and :math:`\\beta_j = 1`: a rejection has
+    probability 0, so the residual that would follow it (0 / 0) never matters.
+
+    Examples
+    --------
+    >>> p, q = np.array([0.5, 0.5, 0.0]), np.array([0.0, 0.5, 0.5])
+    >>> multi_draft_acceptance(p, q, 2)  # beta_0 = 0.5, then r_1 = (1, 0, 0): beta_1 = 0
+    array([0.5, 0. , 0.5])
+    """
+    p = np.asarray(p, dtype=np.float64)
+    q = np.asarray(q, dtype=np.float64)
+    out = np.zeros(operator.index(m) + 1)
+    alive, current = 1.0, p
+    for j in range(operator.index(m)):
+        beta = float(np.minimum(current, q).sum())
+        out[j] = alive * beta
+        alive *= max(0.0, 1.0 - beta)
+        current = _residual(current, q)
+    out[-1] = alive
+    return out

@@ -480,7 +480,8 @@ LESSONS = {
         E7_5_RELEASE_NB,
         E7_5_SOURCE_NB,
         frozenset({"tree_depths", "tree_attention_mask", "multi_draft_accept", "verify_tree"})
-        | frozenset({"greedy_verify_tree", "tree_expected_tokens", "chain_or_tree"}),
+        | frozenset({"greedy_verify_tree", "tree_expected_tokens", "chain_or_tree"})
+        | frozenset({"tree_cache_keep"}),
         ("one-pass", "chain-or-tree"),
         {
             "(example_tokens, example_parents), example_q = draft_tree(": ("parents:", "tokens:"),
@@ -490,6 +491,7 @@ LESSONS = {
                 "L1 distance to p",
             ),
             "def draw_pass(": ("accepted path:",),
+            "def topk_node_accept(": ("L1 distance to p: top-3 tree", "a child accepted in"),
             'shapes = {"chain (1,1,1,1,1,1)"': (
                 "tokens per pass; alpha per depth",
                 "acceptance vector after 'def '",

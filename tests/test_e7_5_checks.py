@@ -76,3 +76,109 @@ def test_the_sequence_check_passes_the_reference_and_names_the_any_rule(models):
     e7_5.check_tree_sequence_distribution(trees.verify_tree, target, draft, **kwargs)
     with pytest.raises(AssertionError, match="any-candidate"):
         e7_5.check_tree_sequence_distribution(mutant_verify("any"), target, draft, **kwargs)
+
+
+def walk_mutant(mistake):
+    """verify_tree with one of the walks the walk check names."""
+
+    def verify(tree, p_rows, q_rows, rng):
+        tokens, parents = tree
+        if mistake == "ignores the tree":
+            return [int(rng.choice(p_rows.shape[1], p=p_rows[0]))], []
+        kids = [[c for c in range(1, len(parents)) if parents[c] == i] for i in range(len(parents))]
+        node, emitted, path = 0, [], []
+        while kids[node]:
+            token, index = trees.multi_draft_accept(
+                p_rows[node], q_rows[node], [tokens[c] for c in kids[node]], rng
+            )
+            emitted.append(token)
+            if index is None:
+                return emitted, path
+            node = kids[node][index]
+            path.append(node)
+            if mistake == "one level":
+                break
+        rows = q_rows if mistake == "draft bonus" else p_rows
+        emitted.append(int(rng.choice(rows.shape[1], p=rows[node])))
+        return emitted, path
+
+    return verify
+
+
+TREES = [[-1, 0], [-1, 0, 1, 2], [-1, 0, 0, 1, 1, 2]]
+
+
+def test_the_walk_check_passes_the_reference_and_names_each_wrong_walk():
+    e7_5.check_verify_tree_walk(trees.verify_tree, TREES, seed=0)
+    for mistake, words in [
+        ("ignores the tree", "the tree was ignored"),
+        ("one level", "one level walked"),
+        ("draft bonus", "the bonus drawn from the draft"),
+    ]:
+        with pytest.raises(AssertionError, match=words):
+            e7_5.check_verify_tree_walk(walk_mutant(mistake), TREES, seed=0)
+
+
+def test_the_depth_one_sequence_check_names_the_bonus_from_the_draft(models):
+    target, draft = models
+    kwargs = dict(prompt="def ", widths=(2,), temperature=1.0, runs=3000, seed=9, failure_prob=1e-6)
+    e7_5.check_tree_sequence_distribution(trees.verify_tree, target, draft, **kwargs)
+    with pytest.raises(AssertionError, match="a row other than target_rows"):
+        e7_5.check_tree_sequence_distribution(walk_mutant("draft bonus"), target, draft, **kwargs)
+
+
+def test_the_draft_bonus_strings_are_far_from_the_target_s():
+    """The mistake's exact 2-character distribution after 'def ' with one level of 2 children,
+    0.47 from the target's in L1 distance, against the check's tolerance of about 0.17 (the
+    strings below 1e-4, left out of it, hold about 1% of the mass)."""
+    from specdec_reference import decoding, ngram
+    from specdec_reference.testing.e7_5.verify import _draft_bonus_strings
+
+    target, draft = e7_5.models()
+    context = ngram.encode("def ")
+    wrong = _draft_bonus_strings(target, draft, context, 2, 1.0)
+    exact = decoding.prefix_distribution(target, context, 2, 1.0)
+    right = {ngram.decode(ix): float(exact[ix]) for ix in zip(*np.nonzero(exact), strict=True)}
+    assert 0.98 < sum(wrong.values()) <= 1
+    assert sum(abs(wrong.get(k, 0) - right.get(k, 0)) for k in set(wrong) | set(right)) > 0.45
+
+
+def test_the_acceptance_check_passes_the_reference_and_names_the_rules_that_ignore_q():
+    e7_5.check_multi_draft_acceptance(
+        trees.multi_draft_accept, P, Q, 3, draws=4000, seed=1, failure_prob=1e-6
+    )
+
+    def lookup(p, q, candidates, rng):
+        token = int(rng.choice(len(p), p=p))
+        return token, next((j for j, x in enumerate(candidates) if x == token), None)
+
+    def straight(p, q, candidates, rng):
+        return int(rng.choice(len(p), p=p)), None
+
+    for accept, words in [(lookup, "looked up among the candidates"), (straight, "ignored")]:
+        with pytest.raises(AssertionError, match=words):
+            e7_5.check_multi_draft_acceptance(
+                accept, P, Q, 3, draws=4000, seed=1, failure_prob=1e-6
+            )
+
+
+def test_the_cache_check_passes_the_reference_and_names_the_truncation():
+    from specdec_reference import tree_cache
+
+    e7_5.check_tree_cache_keep(tree_cache.tree_cache_keep, [-1, 0, 0, 2], [2, 3], 4)
+    with pytest.raises(AssertionError, match="truncated after the last accepted node"):
+        e7_5.check_tree_cache_keep(
+            lambda parents, path, cached: list(range(cached + 1 + path[-1])), [-1, 0, 0, 2], [2], 4
+        )
+
+
+def test_a_closed_form_at_alpha_one_is_named_whether_it_raises_or_returns_nan():
+    def raises(rates, budget):
+        return (1 - rates[0] ** (budget + 1)) / (1 - rates[0]), 0.0
+
+    def nan(rates, budget):
+        return float("nan"), float(budget + 1)
+
+    for fn in (raises, nan):
+        with pytest.raises(AssertionError, match="a closed form dividing by 1 - alpha"):
+            e7_5.check_chain_or_tree(fn, [1.0], 3)

@@ -28,6 +28,7 @@ VERIFY_CELLS = {g for g in TEST_CELLS if g.startswith("test_verify_tree")}
 GREEDY_CELLS = {g for g in TEST_CELLS if g.startswith("test_greedy_verify_tree")}
 BUDGET_CELLS = {"test_tree_expected_tokens_values", "test_chain_or_tree_values"}
 EXACT = ("test_multi_draft_accept_exact", "test_verify_tree_exact")
+ACCEPTANCE = "test_multi_draft_accept_acceptance"
 
 
 def execute(bodies=None, *, only=None, replace=None):
@@ -49,6 +50,40 @@ def test_the_reference_solutions_pass_every_test_cell():
 def test_correct_variants_pass_every_test_cell(scenario):
     """Python lists and loops; numpy everywhere, with other draws in multi_draft_accept."""
     assert failing(execute(SCENARIOS[scenario])) == {}
+
+
+#: multi_draft_accept bodies that draw differently but exactly: the docstring leaves the order
+#: of draws free.
+OTHER_DRAWS = {
+    "all uniforms first, 1 - u compared": """
+        r = np.asarray(p, dtype=float)
+        u = 1.0 - rng.random(len(candidates))
+        for j, x in enumerate(candidates):
+            if u[j] <= min(1.0, r[x] / q[x]) and r[x] > 0:
+                return int(x), j
+            left = np.maximum(r - q, 0.0)
+            if left.sum() > 0:
+                r = left / left.sum()
+        return int(rng.choice(len(r), p=r)), None
+        """,
+    "Gumbel-max fallback": """
+        r = np.asarray(p, dtype=float)
+        for j, x in enumerate(candidates):
+            if rng.random() * q[x] < r[x]:
+                return int(x), j
+            left = np.maximum(r - q, 0.0)
+            if left.sum() > 0:
+                r = left / left.sum()
+        with np.errstate(divide="ignore"):
+            scores = np.log(r) + rng.gumbel(size=len(r))
+        return int(np.argmax(scores)), None
+        """,
+}
+
+
+@pytest.mark.parametrize("rule", sorted(OTHER_DRAWS))
+def test_multi_draft_accept_drawn_in_another_exact_order_keeps_its_points(rule):
+    assert failing(execute({"multi_draft_accept": OTHER_DRAWS[rule]}, only=ACCEPT_CELLS)) == {}
 
 
 #: greedy_verify_tree bodies that follow another child with the matching token: the last
@@ -106,15 +141,45 @@ def test_a_greedy_pass_that_stops_while_a_child_still_matches_fails():
     assert "expected" in lost["test_greedy_verify_tree_values"]
 
 
-def test_broken_callees_cost_nothing_in_the_cells_that_use_them():
-    """No cascade: multi_draft_accept and tree_expected_tokens are the reference's in the
-    cells of verify_tree and chain_or_tree."""
-    broken = {
-        "multi_draft_accept": "raise NotImplementedError()",
-        "tree_expected_tokens": "return 0.0",
+#: The graded functions in the order the notebook defines them.
+GRADED = [
+    "tree_depths",
+    "tree_attention_mask",
+    "multi_draft_accept",
+    "verify_tree",
+    "greedy_verify_tree",
+    "tree_expected_tokens",
+    "chain_or_tree",
+    "tree_cache_keep",
+]
+
+
+def cells_of(function):
+    return {
+        g
+        for g, c in TEST_CELLS.items()
+        if f"reference_guard(globals(), ['{function}'])" in c.source
     }
-    lost = failing(execute(broken, only=VERIFY_CELLS | BUDGET_CELLS))
-    assert set(lost) == {"test_tree_expected_tokens_values"}, lost
+
+
+@pytest.mark.parametrize("function", GRADED)
+def test_a_function_keeps_its_points_when_every_other_graded_function_is_broken(function):
+    """No cascade: each test cell runs its function with the reference in place of every
+    graded function defined before it, which is any that a learner's version could call."""
+    broken = {other: "raise NotImplementedError()" for other in GRADED if other != function}
+    assert failing(execute(broken, only=cells_of(function))) == {}
+
+
+def test_every_test_cell_binds_the_reference_for_each_earlier_graded_function():
+    """What the cell binds, read from its source: every graded function defined before the
+    one it tests (a learner's function may call any of them), and no other."""
+    for gid, cell in TEST_CELLS.items():
+        function = re.search(r"reference_guard\(globals\(\), \['(\w+)'\]\)", cell.source)[1]
+        bound = re.findall(
+            r'use_reference_for_cell\(globals\(\), "(\w+)", _ref\.(\w+)\)', cell.source
+        )
+        assert all(name == ref for name, ref in bound), gid
+        assert [name for name, _ in bound] == GRADED[: GRADED.index(function)], gid
 
 
 # ---------------------------------------------------------------------------
@@ -131,22 +196,56 @@ SAMPLE_MESSAGES = {
         "test_tree_attention_mask_values": "a mask letting siblings see each other",
     },
     "mistake-any-candidate": {
+        "test_multi_draft_accept_acceptance": "nearer to the any-candidate rule",
         "test_multi_draft_accept_exact": "the any-candidate rule (each candidate tested against "
         "the original p, no residual update between candidates)",
     },
     "mistake-no-residual-update": {
+        "test_multi_draft_accept_acceptance": "no residual update between candidates",
         "test_multi_draft_accept_exact": "no residual update between candidates",
     },
     "mistake-resample-from-p": {
         "test_multi_draft_accept_exact": "resampling from p instead of the last residual",
     },
-    "mistake-no-bonus-token": {"test_verify_tree_paths": "That is the missing bonus token"},
+    "mistake-accept-samples-p": {
+        "test_multi_draft_accept_acceptance": "a token drawn from p with the candidates ignored",
+        "test_multi_draft_accept_edges": "the first candidate is always accepted",
+    },
+    "mistake-accept-p-lookup": {
+        "test_multi_draft_accept_acceptance": "a token drawn from p and then looked up among "
+        "the candidates",
+        "test_multi_draft_accept_edges": "the first candidate is always accepted",
+    },
+    "mistake-no-bonus-token": {
+        "test_verify_tree_walk": "That is the missing bonus token",
+        "test_verify_tree_paths": "That is the missing bonus token",
+    },
+    "mistake-verify-ignores-tree": {
+        "test_verify_tree_walk": "the tree was ignored",
+        "test_verify_tree_paths": "expected ([1, 2, 0], [1, 3])",
+    },
+    "mistake-verify-one-level": {
+        "test_verify_tree_walk": "That is one level walked (an if where a loop belongs)",
+        "test_verify_tree_paths": "expected ([1, 2, 0], [1, 3])",
+    },
+    "mistake-verify-bonus-from-draft": {
+        "test_verify_tree_walk": "That is the bonus drawn from the draft",
+        "test_verify_tree_exact": "nearer to the bonus token drawn from a row other than "
+        "target_rows[leaf]",
+    },
     "mistake-greedy-no-target-token": {
         "test_greedy_verify_tree_values": "the path's tokens without the target's own token",
         "test_greedy_verify_tree_decoding": "it must emit at least the target's own token",
     },
     "mistake-expected-without-target-token": {
         "test_tree_expected_tokens_values": "without the target's own token",
+    },
+    "mistake-closed-form-at-alpha-one": {
+        "test_tree_expected_tokens_values": "a closed form dividing by 1 - alpha",
+        "test_chain_or_tree_values": "a closed form dividing by 1 - alpha",
+    },
+    "mistake-cache-truncates": {
+        "test_tree_cache_keep_values": "the cache truncated after the last accepted node",
     },
 }
 
@@ -204,7 +303,10 @@ EXTRA_MUTANTS = {
             )
         },
         ACCEPT_CELLS,
-        {"test_multi_draft_accept_exact": "every residual taken from the original p"},
+        {
+            "test_multi_draft_accept_acceptance": "every residual taken from the original p",
+            "test_multi_draft_accept_exact": "every residual taken from the original p",
+        },
     ),
     # Right answers, wrong shape: a bare token instead of (token, index).
     "accept-returns-only-the-token": (
@@ -215,6 +317,7 @@ EXTRA_MUTANTS = {
         },
         ACCEPT_CELLS,
         {
+            "test_multi_draft_accept_acceptance": "expected (token, index",
             "test_multi_draft_accept_exact": "expected (token, index",
             "test_multi_draft_accept_edges": "expected (token, index",
         },
@@ -278,6 +381,41 @@ EXTRA_MUTANTS = {
             "test_greedy_verify_tree_decoding": "Follow a child only when its token",
         },
     ),
+    "cache-node-indices-as-positions": (
+        {"tree_cache_keep": "return list(range(cached)) + [0, *path]"},
+        {"test_tree_cache_keep_values"},
+        {"test_tree_cache_keep_values": "node indices used as cache positions"},
+    ),
+    "cache-without-the-root": (
+        {"tree_cache_keep": "return list(range(cached)) + [cached + v for v in path]"},
+        {"test_tree_cache_keep_values"},
+        {"test_tree_cache_keep_values": "the root's entry left out"},
+    ),
+    "cache-without-the-context": (
+        {"tree_cache_keep": "return [cached + v for v in [0, *path]]"},
+        {"test_tree_cache_keep_values"},
+        {"test_tree_cache_keep_values": "the cached context dropped"},
+    ),
+    "cache-keeps-the-whole-tree": (
+        {"tree_cache_keep": "return list(range(cached + len(parents)))"},
+        {"test_tree_cache_keep_values"},
+        {"test_tree_cache_keep_values": "every node of the tree kept"},
+    ),
+    # The bonus drawn from the parent's target row, not the leaf's.
+    "verify-bonus-from-the-parent-row": (
+        {
+            "verify_tree": LESSON.samples.verify(
+                leaf="row = target_rows[parents[node]] if node else target_rows[0]\n"
+                "emitted.append(int(rng.choice(len(row), p=row)))"
+            )
+        },
+        VERIFY_CELLS,
+        {
+            "test_verify_tree_walk": "the bonus token from target_rows",
+            "test_verify_tree_paths": "expected ([1, 2, 0], [1, 3])",
+            "test_verify_tree_exact": "a row other than target_rows[leaf]",
+        },
+    ),
     "expected-rates-zero-at-every-node": (
         {
             "tree_expected_tokens": """
@@ -315,27 +453,43 @@ def test_extra_mutants_lose_exactly_their_cells(name):
 
 
 @pytest.mark.parametrize(
-    "scenario", ["mistake-any-candidate", "mistake-no-residual-update", "mistake-resample-from-p"]
+    "scenario, cells",
+    [
+        ("mistake-any-candidate", {EXACT[0], ACCEPTANCE}),
+        ("mistake-no-residual-update", {EXACT[0], ACCEPTANCE}),
+        ("mistake-resample-from-p", {EXACT[0]}),
+        ("mistake-accept-samples-p", {ACCEPTANCE}),
+        ("mistake-accept-p-lookup", {ACCEPTANCE}),
+    ],
 )
-def test_the_node_check_fails_the_acceptance_mistakes_for_other_seeds(scenario):
+def test_the_node_checks_fail_the_acceptance_mistakes_for_other_seeds(scenario, cells):
     """The reference passes the same checks for many seeds: test_reference_trees."""
+    replace = {"seed=7510 + _case": "seed=8510 + _case", "seed=7560 + _case": "seed=8560 + _case"}
+    lost = failing(execute(SCENARIOS[scenario], only={EXACT[0], ACCEPTANCE}, replace=replace))
+    assert set(lost) == cells
+
+
+def test_the_sequence_check_fails_the_draft_bonus_for_another_seed():
+    replace = {"seed=7530": "seed=8530"}
     lost = failing(
-        execute(
-            SCENARIOS[scenario], only={EXACT[0]}, replace={"seed=7510 + _case": "seed=8510 + _case"}
-        )
+        execute(SCENARIOS["mistake-verify-bonus-from-draft"], only={EXACT[1]}, replace=replace)
     )
-    assert set(lost) == {EXACT[0]}
+    assert set(lost) == {EXACT[1]}
 
 
 def test_the_statistical_cells_state_a_false_failure_probability_below_one_in_a_million():
+    cell = TEST_CELLS[ACCEPTANCE].source
+    assert "draws=4000" in cell and "failure_prob=2e-7" in cell and "(1, 3)]" in cell
+    assert "below 1e-6" in cell and 3 * 2e-7 < 1e-6  # the visible check cannot fail
     cell = TEST_CELLS[EXACT[0]].source
-    assert "draws=4000" in cell and "failure_prob=1.5e-7" in cell and "(2, 3, 5)" in cell
+    assert "draws=4000" in cell and "failure_prob=1.5e-7" in cell and "(2, 3)" in cell
     assert "range(1000)" in cell and "< 0.1" in cell and "below 5e-9" in cell
-    assert 2 * 3 * 1.5e-7 + 2 * math.exp(-2 * 1000 * 0.1**2) < 1e-6
+    assert 2 * 2 * 1.5e-7 + 2 * math.exp(-2 * 1000 * 0.1**2) < 1e-6
     assert 2 * math.exp(-2 * 1000 * 0.1**2) < 5e-9
     cell = TEST_CELLS[EXACT[1]].source
-    assert "runs=3000" in cell and "failure_prob=9e-7" in cell and "below 1e-6" in cell
-    assert "range(600)" in cell and "< 0.13" in cell and "less than 5e-9" in cell
+    assert "runs=3000" in cell and "failure_prob=9e-7" in cell
+    assert "below 1e-6" in cell and "range(600)" in cell and "< 0.13" in cell
+    assert "less than 5e-9" in cell
     assert 9e-7 + 2 * math.exp(-2 * 600 * 0.13**2) < 1e-6
     assert 2 * math.exp(-2 * 600 * 0.13**2) < 5e-9
 
@@ -388,33 +542,54 @@ def test_the_notebook_models_and_trees_are_the_reference_ones():
 
 
 GRADED_PHRASES = {
-    "tree_depths": ["depths[i] = depths[parents[i]] + 1", "siblings", "share a depth"],
+    "tree_depths": ["number of edges from the root", "the root's is 0", "share a depth"],
     "tree_attention_mask": [
         "mask[i, j] is True when j is i or an ancestor of i",
         "never a sibling or a cousin",
         "exact values on random trees",
     ],
     "multi_draft_accept": [
-        "rng.random() < min(1, r(x) / q(x))",
-        "max(0, r - q), normalized",
+        "min(1, r(x) / q(x))",
+        "its residual against q",
         "from the last r",
-        "2, 3 and 5 candidates",
+        "order of your draws from rng is free",
+        "how often each candidate is the accepted one",
+        "(with 2 and 3)",
         "disjoint supports",
         "q = p accepts the first candidate",
     ],
     "verify_tree": [
         "bonus token",
         "target_rows[leaf]",
+        "every candidate is accepted",
+        "goes down to a leaf",
         "first 2 characters",
-        "replaced by a correct one",
+        "trees of depth 1",
+        "replaced by correct ones",
     ],
     "greedy_verify_tree": [
         "any matching child may be followed",
         "target_argmax at its last node",
         "plain greedy decoding",
     ],
-    "tree_expected_tokens": ["f(root) = 1", "ranked by index", "0 past the end", "within 1e-9"],
-    "chain_or_tree": ["1 + alpha + ... + alpha ** budget", "grown best", "within 1e-9"],
+    "tree_expected_tokens": [
+        "positional acceptance",
+        "the root counts 1",
+        "ranked by index",
+        "0 past the end",
+        "within 1e-9, rates[0] = 1 included",
+    ],
+    "chain_or_tree": [
+        "a chain of budget drafted nodes",
+        "grown best first",
+        "within 1e-9, alpha = 1 included",
+    ],
+    "tree_cache_keep": [
+        "position cached + i",
+        "in order",
+        "last emitted token has no entry yet",
+        "cached = 0 included",
+    ],
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_reference import decoding, ngram, trees
+from specdec_reference import decoding, ngram, tree_cache, trees
 from specdec_reference.testing import e7_4
 from specdec_reference.testing.e7_4.distribution import check_distribution
 
@@ -326,3 +326,152 @@ def test_the_tree_never_loses_and_ties_when_only_the_first_child_counts():
 def test_best_tree_refuses_increasing_rates():
     with pytest.raises(ValueError):
         trees.best_tree([0.2, 0.5], 3)
+
+
+# ---------------------------------------------------------------------------
+# Which candidate is accepted: the closed form, and the rules that ignore the candidates
+# ---------------------------------------------------------------------------
+
+
+def sample_indices(accept, p, q, m, draws, seed):
+    rng = np.random.default_rng(seed)
+    counts: dict[object, int] = {}
+    for candidates in rng.choice(len(q), size=(draws, m), p=q).tolist():
+        _, index = accept(p, q, candidates, rng)
+        key = "None" if index is None else index
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def as_categories(probs):
+    return {**dict(enumerate(probs[:-1].tolist())), "None": float(probs[-1])}
+
+
+def lookup_accept(p, q, candidates, rng):
+    """A token drawn from p, then looked up among the candidates: output p, wrong indices."""
+    token = int(rng.choice(len(p), p=p))
+    return token, next((j for j, x in enumerate(candidates) if x == token), None)
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5])
+def test_the_accepted_index_follows_the_closed_form(m):
+    """10,000 nodes (seed 770 + m), the L1 check with McDiarmid's bound at 1e-6: candidate j
+    is accepted with probability beta_j * prod_{i<j} (1 - beta_i)."""
+    p, q = np.array([0.4, 0.3, 0.2, 0.1, 0.0]), np.array([0.1, 0.15, 0.25, 0.2, 0.3])
+    counts = sample_indices(trees.multi_draft_accept, p, q, m, 10_000, 770 + m)
+    exact = trees.multi_draft_acceptance(p, q, m)
+    check_distribution(counts, as_categories(exact), call=f"m = {m}", failure_prob=FAILURE)
+
+
+@pytest.mark.parametrize("accept", [lookup_accept, mutant_accept("any")], ids=["lookup", "any"])
+def test_the_index_check_fails_the_rules_that_accept_otherwise(accept):
+    p, q = np.array([0.4, 0.3, 0.2, 0.1, 0.0]), np.array([0.1, 0.15, 0.25, 0.2, 0.3])
+    counts = sample_indices(accept, p, q, 3, 10_000, 780)
+    exact = as_categories(trees.multi_draft_acceptance(p, q, 3))
+    with pytest.raises(AssertionError, match="L1 distance"):
+        check_distribution(counts, exact, call="mutant", failure_prob=FAILURE)
+
+
+@pytest.mark.parametrize("m", [0, 1, 2, 4])
+def test_the_closed_form_sums_the_exact_distribution_over_accepted_and_rejected(m):
+    """Enumerating every candidate tuple: P(index = j) from the rule's own probabilities."""
+    import itertools
+
+    rng = np.random.default_rng(m)
+    for _ in range(10):
+        p, q = rng.dirichlet(np.ones(4) * 0.7), rng.dirichlet(np.ones(4) * 0.7)
+        want = np.zeros(m + 1)
+        for cands in itertools.product(range(4), repeat=m):
+            weight, alive, current = np.prod([q[x] for x in cands]), 1.0, p
+            for j, x in enumerate(cands):
+                accept = min(1.0, current[x] / q[x])
+                want[j] += weight * alive * accept
+                alive *= 1 - accept
+                current = _residual(current, q)
+            want[m] += weight * alive
+        got = trees.multi_draft_acceptance(p, q, m)
+        assert np.allclose(got, want, atol=1e-12) and abs(got.sum() - 1) < 1e-12
+
+
+def test_some_candidate_is_accepted_with_one_minus_the_product_of_rejections():
+    p, q = np.array([0.48, 0.03, 0.02, 0.46, 0.01]), np.array([0.0, 0.5, 0.13, 0.28, 0.09])
+    betas, current = [], p
+    for _ in range(3):
+        betas.append(np.minimum(current, q).sum())
+        current = _residual(current, q)
+    accepted = 1 - trees.multi_draft_acceptance(p, q, 3)[-1]
+    assert abs(accepted - (1 - np.prod([1 - b for b in betas]))) < 1e-12
+    assert abs(betas[0] - 0.34) < 1e-12 and betas[2] == 0  # r_2 lies outside q's support
+
+
+def test_spectr_example_a_better_exact_rule_exists():
+    """p = (0.5, 0.5), q = (0.9, 0.1), two candidates: multi-step speculative sampling
+    accepts 0.64; "1 if a candidate is 1, else 0 with probability 0.5 / 0.81" emits p and
+    accepts 0.69, the bound sum_x min(p(x), P(x among the candidates))."""
+    p, q = np.array([0.5, 0.5]), np.array([0.9, 0.1])
+    assert abs(1 - trees.multi_draft_acceptance(p, q, 2)[-1] - 0.64) < 1e-12
+    out, accepted = np.zeros(2), 0.0
+    for a in range(2):
+        for b in range(2):
+            weight = q[a] * q[b]
+            if 1 in (a, b):
+                out[1] += weight
+                accepted += weight
+            else:  # both candidates are 0
+                out[0] += weight * 0.5 / 0.81
+                out[1] += weight * (1 - 0.5 / 0.81)
+                accepted += weight * 0.5 / 0.81
+    assert np.allclose(out, p) and abs(accepted - 0.69) < 1e-12
+    bound = sum(min(p[x], 1 - (1 - q[x]) ** 2) for x in range(2))
+    assert abs(bound - 0.69) < 1e-12
+
+
+def test_a_top_k_node_tested_child_by_child_against_one_hot_drafts_is_naive_sampling():
+    """Each child c a draw from delta_c: child j is accepted with p(c_j) exactly, so the
+    output is p and the acceptance is p's mass on the children, at any temperature."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        p = rng.dirichlet(np.ones(8) * 0.5)
+        children = [int(c) for c in rng.choice(8, size=3, replace=False)]
+        out, alive, current = np.zeros(8), 1.0, p
+        for c in children:
+            q = np.eye(8)[c]
+            out[c] += alive * min(1.0, current[c] / q[c])
+            alive *= 1 - min(1.0, current[c] / q[c])
+            current = _residual(current, q)
+        out += alive * current
+        assert np.allclose(out, p, atol=1e-12)
+        assert abs((1 - alive) - p[children].sum()) < 1e-12
+
+
+# ---------------------------------------------------------------------------
+# The cache after a tree pass
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_kept_entries_are_those_of_the_text_the_next_pass_continues(seed):
+    """A cache whose entries are tokens: after the gather it holds the context, the root and
+    the accepted path's tokens, which is what a pass over that text alone would cache."""
+    rng = np.random.default_rng(seed)
+    parents = random_parents(rng, int(rng.integers(1, 15)))
+    tokens = [int(t) for t in rng.integers(0, 96, len(parents))]
+    context = [int(t) for t in rng.integers(0, 96, int(rng.integers(0, 8)))]
+    path, node = [], 0
+    while True:
+        kids = [c for c in range(1, len(parents)) if parents[c] == node]
+        if not kids or rng.random() < 0.3:
+            break
+        node = int(rng.choice(kids))
+        path.append(node)
+    cache = context + tokens  # the pass appended node i at len(context) + i
+    kept = [cache[i] for i in tree_cache.tree_cache_keep(parents, path, len(context))]
+    assert kept == context + [tokens[0]] + [tokens[v] for v in path]
+
+
+@pytest.mark.parametrize(
+    "parents, path, cached", [([-1, 0], [0], 1), ([-1, 0, 0], [1, 2], 0), ([-1, 0], [], -1)]
+)
+def test_tree_cache_keep_refuses_a_path_that_is_no_walk_from_the_root(parents, path, cached):
+    with pytest.raises(ValueError):
+        tree_cache.tree_cache_keep(parents, path, cached)

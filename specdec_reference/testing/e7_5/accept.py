@@ -136,3 +136,83 @@ def check_multi_draft_edges(fn: Callable[..., Any], seed: int) -> None:
             f"{call} returned {got}, expected (1, None): with no candidates "
             "the token is drawn from p itself."
         )
+
+
+def _index_mistakes(p: np.ndarray, q: np.ndarray, m: int) -> dict[str, tuple[dict, str]]:
+    """The index distributions of the wrong rules: {name: ({index: prob}, advice)}."""
+    test_them = (
+        "test each candidate in turn against the current distribution r (p at first), "
+        "accepting with probability min(1, r(x) / q(x)), and replace r by its normalized "
+        "residual after each rejection"
+    )
+    beta = float(np.minimum(p, q).sum())
+    lookup = [float((p * (1 - q) ** j * q).sum()) for j in range(m)]
+    unchained = [beta]
+    alive, rest = 1.0 - beta, float(np.minimum(trees._residual(p, q), q).sum())
+    for _ in range(1, m):
+        unchained.append(alive * rest)
+        alive *= 1.0 - rest
+
+    def dist(values: list[float]) -> dict:
+        return {**dict(enumerate(values)), "None": max(0.0, 1.0 - sum(values))}
+
+    return {
+        "a token drawn from p and then looked up among the candidates, which are never tested": (
+            dist(lookup),
+            test_them,
+        ),
+        "a token drawn from p with the candidates ignored (none is ever accepted)": (
+            dist([0.0] * m),
+            test_them,
+        ),
+        MISTAKES["any"][0]: (dist([beta * (1 - beta) ** j for j in range(m)]), MISTAKES["any"][1]),
+        MISTAKES["unchained"][0]: (dist(unchained), MISTAKES["unchained"][1]),
+    }
+
+
+def check_multi_draft_acceptance(
+    fn: Callable[..., Any],
+    p: Any,
+    q: Any,
+    m: int,
+    *,
+    draws: int,
+    seed: int,
+    failure_prob: float,
+) -> None:
+    """Fail unless the accepted candidate's index follows the closed form.
+
+    With ``m`` candidates drawn independently from ``q``, candidate ``j`` is the accepted
+    one with probability :math:`\\beta_j \\prod_{i<j} (1 - \\beta_i)`, where
+    :math:`\\beta_j = \\sum_x \\min(r_j(x), q(x))` and :math:`r_j` is the distribution after
+    ``j`` rejections (:func:`~specdec_reference.trees.multi_draft_acceptance`); all are
+    rejected with probability :math:`\\prod_j (1 - \\beta_j)`.  One
+    ``np.random.default_rng(seed)`` draws every call's candidates, then is passed to
+    ``fn``; the ``m + 1`` index frequencies go to the L1 check with McDiarmid's bound, and
+    the nearest wrong rule is named: sampling from p and looking the token up among the
+    candidates, sampling from p and ignoring them, the any-candidate rule, residuals all
+    from the original p.
+    """
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    rng = np.random.default_rng(seed)
+    call = (
+        f"multi_draft_accept(p, q, candidates, rng) with p = {_show(p.round(3))}, q = "
+        f"{_show(q.round(3))} and {m} candidates drawn from q, over {draws} calls sharing "
+        f"np.random.default_rng({seed}): which candidate is accepted"
+    )
+    counts: dict[Any, int] = {}
+    for candidates in rng.choice(len(q), size=(draws, m), p=q).tolist():
+        got = call_or_fail(fn, p.copy(), q.copy(), list(candidates), rng, call=call)
+        _, index = _result(got, call, candidates)
+        key = "None" if index is None else index
+        counts[key] = counts.get(key, 0) + 1
+    exact = trees.multi_draft_acceptance(p, q, m).tolist()
+    check_distribution(
+        counts,
+        {**dict(enumerate(exact[:-1])), "None": exact[-1]},
+        call=call,
+        failure_prob=failure_prob,
+        label="accepted-index",
+        min_prob=0.005,
+        mistakes=_index_mistakes(p, q, m),
+    )

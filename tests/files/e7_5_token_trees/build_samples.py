@@ -163,6 +163,15 @@ SCENARIOS: dict[str, dict[str, str]] = {
                 heapq.heappush(heap, (-scores[-1] * rates[0], len(parents) - 1, 0))
             return chain, tree_expected_tokens(parents, rates)
             """,
+        "tree_cache_keep": """
+            keep = []
+            for position in range(cached):
+                keep.append(position)
+            keep.append(cached)  # the root
+            for node in path:
+                keep.append(cached + node)
+            return keep
+            """,
     },
     # numpy everywhere: pointer jumping for depths and masks, every uniform of a call drawn
     # at once and the fallback by inverting the CDF, numpy ints and arrays as results.
@@ -256,6 +265,10 @@ SCENARIOS: dict[str, dict[str, str]] = {
                 kids = np.append(kids, 0)
             return chain, tree_expected_tokens(parents, r.tolist())
             """,
+        "tree_cache_keep": """
+            nodes = np.concatenate([[0], np.asarray(path, dtype=np.int64)]).astype(np.int64)
+            return np.concatenate([np.arange(cached), cached + nodes])
+            """,
     },
     # --- common mistakes -------------------------------------------------------------
     "mistake-indices-as-depths": {
@@ -311,7 +324,44 @@ SCENARIOS: dict[str, dict[str, str]] = {
     },
     # The residuals chained, but the fallback drawn from p itself.
     "mistake-resample-from-p": {"multi_draft_accept": accept(fallback="p")},
+    # Multi-step speculative sampling skipped: the token drawn from p, the candidates never
+    # tested. Its output is exactly p, but it never accepts a candidate.
+    "mistake-accept-samples-p": {
+        "multi_draft_accept": """
+            return int(rng.choice(len(p), p=p)), None
+            """,
+    },
+    # A token drawn from p, then looked up among the candidates: exact in output, but it
+    # accepts as often as p lands on a candidate, not as the multi-step test does.
+    "mistake-accept-p-lookup": {
+        "multi_draft_accept": """
+            token = int(rng.choice(len(p), p=p))
+            for j, x in enumerate(candidates):
+                if x == token:
+                    return token, j
+            return token, None
+            """,
+    },
     "mistake-no-bonus-token": {"verify_tree": verify(leaf="pass")},
+    # The tree ignored: one token from the root's target row, an empty path. Exact in
+    # distribution, but it accepts nothing.
+    "mistake-verify-ignores-tree": {
+        "verify_tree": """
+            row = target_rows[0]
+            return [int(rng.choice(len(row), p=row))], []
+            """,
+    },
+    # One level walked (an if where a loop belongs), then a "bonus" from the accepted
+    # child's row even when that child has children.
+    "mistake-verify-one-level": {
+        "verify_tree": verify().replace("while children[node]:", "if children[node]:"),
+    },
+    # The bonus token drawn from the draft's row at the leaf.
+    "mistake-verify-bonus-from-draft": {
+        "verify_tree": verify(
+            leaf="emitted.append(int(rng.choice(len(draft_rows[node]), p=draft_rows[node])))"
+        ),
+    },
     "mistake-greedy-no-target-token": {
         "greedy_verify_tree": """
             tokens, parents = tree
@@ -335,6 +385,47 @@ SCENARIOS: dict[str, dict[str, str]] = {
                 score[i] = score[parents[i]] * (rates[rank] if rank < len(rates) else 0.0)
                 total += score[i]
             return total
+            """,
+    },
+    # The geometric closed forms, which divide by 1 - alpha: 0 at alpha = 1.
+    "mistake-closed-form-at-alpha-one": {
+        "tree_expected_tokens": """
+            kids = [0] * len(parents)
+            for i in range(1, len(parents)):
+                kids[parents[i]] += 1
+            if max(kids) <= 1:  # a chain: the geometric sum in closed form
+                a, k = rates[0], len(parents) - 1
+                return (1 - a ** (k + 1)) / (1 - a)
+            score, seen, total = [1.0] * len(parents), [0] * len(parents), 1.0
+            for i in range(1, len(parents)):
+                rank = seen[parents[i]]
+                seen[parents[i]] += 1
+                score[i] = score[parents[i]] * (rates[rank] if rank < len(rates) else 0.0)
+                total += score[i]
+            return total
+            """,
+        "chain_or_tree": """
+            a = rates[0]
+            chain = (1 - a ** (budget + 1)) / (1 - a)
+            parents, score, kids = [-1], [1.0], [0]
+            for _ in range(budget):
+                options = [(score[v] * rates[kids[v]], v) for v in range(len(parents))
+                           if kids[v] < len(rates)]
+                if not options:
+                    break
+                best, parent = max(options)
+                parents.append(parent)
+                score.append(best)
+                kids.append(0)
+                kids[parent] += 1
+            return chain, tree_expected_tokens(parents, rates)
+            """,
+    },
+    # The cache truncated as after a chain: every node fed before the last accepted one
+    # stays, rejected siblings included.
+    "mistake-cache-truncates": {
+        "tree_cache_keep": """
+            return list(range(cached + 1 + (path[-1] if path else 0)))
             """,
     },
     "mistake-imports-reference": {
