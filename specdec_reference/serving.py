@@ -259,7 +259,11 @@ def break_even_batch(
 
 def _cache_bytes(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
     return kv_cache_bytes(
-        model["layers"], model["kv_heads"], model["head_dim"], seq_len, batch,
+        model["layers"],
+        model["kv_heads"],
+        model["head_dim"],
+        seq_len,
+        batch,
         model["bytes_per_param"],
     )
 
@@ -354,9 +358,7 @@ def cached_break_even_batch(
     return None
 
 
-def max_batch_in_memory(
-    model: Mapping[str, Any], hardware: Mapping[str, Any], seq_len: int
-) -> int:
+def max_batch_in_memory(model: Mapping[str, Any], hardware: Mapping[str, Any], seq_len: int) -> int:
     """Return how many sequences of ``seq_len`` cached tokens fit beside the weights.
 
     Parameters

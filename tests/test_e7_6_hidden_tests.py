@@ -138,13 +138,19 @@ def test_every_test_cell_runs_with_the_course_s_version_of_the_callees():
     """Each graded function's cells bind the reference for every graded function it may call,
     and the reference solutions call no graded function outside that list."""
     graded = set(CALLEES)
-    assert graded == {c.metadata["nbgrader"]["grade_id"] for c in LESSON.source_nb.cells
-                      if c.metadata.get("nbgrader", {}).get("solution")}
+    assert graded == {
+        c.metadata["nbgrader"]["grade_id"]
+        for c in LESSON.source_nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
     for cell in LESSON.source_nb.cells:
         gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
         if cell.metadata.get("nbgrader", {}).get("solution"):
-            called = {n.func.id for n in ast.walk(ast.parse(cell.source))
-                      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+            called = {
+                n.func.id
+                for n in ast.walk(ast.parse(cell.source))
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            }
             assert called & graded <= CALLEES[gid] | {gid}, gid
         if gid in TEST_CELLS:
             [tested] = [f for f in graded if gid.startswith(f"test_{f}")]
@@ -203,7 +209,9 @@ SAMPLE_MESSAGES = {
         "probability 0.600, the product of the target's p_i(x_i) (tolerance 0.064: a correct "
         "step is this far off with probability below 9e-07). That is one draw from the first "
         "row, ignoring the draft",
-        "test_deterministic_verify_seeded": "That is one draw from the first row, ignoring the draft",
+        "test_deterministic_verify_seeded": (
+            "That is one draw from the first row, ignoring the draft"
+        ),
     },
     "mistake-skip-draw-when-sure": {
         "test_deterministic_verify_seeded": "skipping rng.random() when p(x) is exactly 0 or 1",
@@ -304,8 +312,11 @@ EXTRA_MUTANTS = {
     ),
     # Copies the n-gram itself along with what followed it: not a continuation.
     "lookup-copies-the-match-too": (
-        {"prompt_lookup_draft": _LOOKUP().replace("return tokens[s + n : s + n + k]",
-                                                  "return tokens[s : s + k]")},
+        {
+            "prompt_lookup_draft": _LOOKUP().replace(
+                "return tokens[s + n : s + n + k]", "return tokens[s : s + k]"
+            )
+        },
         LOOKUP_CELLS,
         {
             "test_prompt_lookup_draft_copies": "which is not the up to k = ",
@@ -314,8 +325,11 @@ EXTRA_MUTANTS = {
     ),
     # Keeps x when the uniform is above p(x): acceptance 1 - p(x).
     "verify-accepts-above-p": (
-        {"deterministic_verify": SCENARIOS["variant-python-loops"]["deterministic_verify"].replace(
-            "if rng.random() < row[x]:", "if rng.random() >= row[x]:")},
+        {
+            "deterministic_verify": SCENARIOS["variant-python-loops"][
+                "deterministic_verify"
+            ].replace("if rng.random() < row[x]:", "if rng.random() >= row[x]:")
+        },
         VERIFY_CELLS,
         {
             ACCEPT: "That is accepting x when rng.random() is above p(x)",
@@ -325,19 +339,29 @@ EXTRA_MUTANTS = {
     ),
     # Skips the uniform only when p(x) = 1.
     "verify-no-draw-when-p-is-one": (
-        {"deterministic_verify": SCENARIOS["variant-python-loops"]["deterministic_verify"].replace(
-            "if rng.random() < row[x]:", "if row[x] == 1.0 or rng.random() < row[x]:")},
+        {
+            "deterministic_verify": SCENARIOS["variant-python-loops"][
+                "deterministic_verify"
+            ].replace("if rng.random() < row[x]:", "if row[x] == 1.0 or rng.random() < row[x]:")
+        },
         VERIFY_CELLS,
-        {"test_deterministic_verify_seeded": "That is skipping rng.random() when p(x) is exactly 1"},
+        {
+            "test_deterministic_verify_seeded": (
+                "That is skipping rng.random() when p(x) is exactly 1"
+            )
+        },
     ),
     # numpy's closed form at alpha = 1: nan (0/0) with a warning, no exception.
     "speedup-numpy-closed-form": (
-        {"speculative_speedup": """
-            r = batch_step_time(model, hardware, batch, k + 1) / batch_step_time(model, hardware, batch, 1)
+        {
+            "speculative_speedup": """
+            plain = batch_step_time(model, hardware, batch, 1)
+            r = batch_step_time(model, hardware, batch, k + 1) / plain
             with np.errstate(divide="ignore", invalid="ignore"):
                 tokens = (1 - np.float64(alpha) ** (k + 1)) / (1 - np.float64(alpha))
             return tokens / (k * c + r)
-            """},
+            """
+        },
         {"test_speculative_speedup_values", "test_speculative_speedup_edges"},
         {
             "test_speculative_speedup_edges": (
@@ -351,38 +375,48 @@ EXTRA_MUTANTS = {
         {"test_cached_step_time_values": "That is the cache left out"},
     ),
     "cached-one-request-s-cache": (
-        {"cached_step_time": """
-            read = weight_bytes(model["params"], model["bytes_per_param"]) + kv_cache_bytes(model, seq_len)
+        {
+            "cached_step_time": """
+            read = weight_bytes(model["params"], model["bytes_per_param"])
+            read += kv_cache_bytes(model, seq_len)
             compute = batch * positions * flops_per_token(model["params"]) / hardware["peak_flops"]
             return max(read / hardware["bandwidth"], compute)
-            """},
+            """
+        },
         CACHE_CELLS,
         {"test_cached_step_time_values": "That is one request's cache, not the batch's"},
     ),
     "cached-memory-plus-compute": (
-        {"cached_step_time": """
-            read = weight_bytes(model["params"], model["bytes_per_param"]) + batch * kv_cache_bytes(model, seq_len)
+        {
+            "cached_step_time": """
+            read = weight_bytes(model["params"], model["bytes_per_param"])
+            read += batch * kv_cache_bytes(model, seq_len)
             compute = batch * positions * flops_per_token(model["params"]) / hardware["peak_flops"]
             return read / hardware["bandwidth"] + compute
-            """},
+            """
+        },
         CACHE_CELLS,
         {"test_cached_step_time_values": "That is the memory and compute times added"},
     ),
     "capacity-rounded-up": (
-        {"max_batch_in_memory": """
+        {
+            "max_batch_in_memory": """
             import math
 
             room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
             return max(0, math.ceil(room / kv_cache_bytes(model, seq_len)))
-            """},
+            """
+        },
         CACHE_CELLS,
         {"test_max_batch_in_memory_values": "That is a partial sequence counted (rounded up)"},
     ),
     "capacity-negative-when-the-weights-do-not-fit": (
-        {"max_batch_in_memory": """
+        {
+            "max_batch_in_memory": """
             room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
             return int(room // kv_cache_bytes(model, seq_len))
-            """},
+            """
+        },
         CACHE_CELLS,
         {"test_max_batch_in_memory_values": "That is a negative batch when the weights alone"},
     ),
@@ -712,8 +746,11 @@ FORMULAS = {
 
 @pytest.mark.parametrize("grade_id", sorted(FORMULAS))
 def test_each_docstring_states_the_contract_not_the_formula(grade_id):
-    [cell] = [c for c in LESSON.source_nb.cells
-              if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    [cell] = [
+        c
+        for c in LESSON.source_nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id
+    ]
     docstring = ast.get_docstring(ast.parse(cell.source).body[0])
     assert [f for f in FORMULAS[grade_id] if f in docstring] == []
 
@@ -724,8 +761,12 @@ def test_the_prose_asks_for_the_derivations_and_does_not_give_them():
         assert "Derive it first" in _text({part}), part
     prose = _text({"md-part3", "md-part4", "md-part5", "md-part6", "md-where", "md-chapter"})
     for given_away in (
-        r"t(B, m) = \max", "speculate at batch } B \\iff", r"\alpha > c + d_1",
-        "c + t(B, 2)/t(B, 1) - 1", "`min(k + 2, k_max)`", "r = t(B, k + 1) / t(B, 1)",
+        r"t(B, m) = \max",
+        "speculate at batch } B \\iff",
+        r"\alpha > c + d_1",
+        "c + t(B, 2)/t(B, 1) - 1",
+        "`min(k + 2, k_max)`",
+        "r = t(B, k + 1) / t(B, 1)",
         r"\max\left(\frac{W}{\beta}",
     ):
         assert given_away not in prose, given_away
@@ -745,14 +786,15 @@ def test_the_lesson_states_hugging_face_s_default_since_4_45_and_vllm_s_table():
     part6 = _text({"md-part6"})
     for phrase in (
         "It was the default until Transformers 4.45",
-        "the default is `\"constant\"`, with up to `num_assistant_tokens = 20`",
+        'the default is `"constant"`, with up to `num_assistant_tokens = 20`',
         "`assistant_confidence_threshold = 0.4`",
-        "`\"heuristic\"` schedule is now an opt-in",
+        '`"heuristic"` schedule is now an opt-in',
     ):
         assert phrase in part6, phrase
     rule = _text({"md-cache-rule"})
     for phrase in (
-        "up to 2x for Llama-2-7B-32K and 1.84x for Llama-3.1-8B at batch sizes 32 to 256 on 8 A100s",
+        "up to 2x for Llama-2-7B-32K and 1.84x for Llama-3.1-8B at batch sizes 32 to 256 on "
+        "8 A100s",
         '"Medium to high gain" at high QPS',
         '"medium-to-low QPS (queries per second), memory-bound workloads"',
     ):

@@ -344,9 +344,10 @@ def test_a_plain_cached_step_is_e7_1_step_time_and_without_a_cache_batch_step_ti
     for model in (LLAMA2_7B, LLAMA2_70B):
         for gpu in (A100_SXM_80GB, H100_SXM):
             for batch, seq_len in [(1, 0), (8, 2048), (200, 512), (64, 32768)]:
-                assert cached_step_time(model, gpu, batch, 1, seq_len) == step_time(
-                    model, gpu, batch, seq_len
-                )[0]
+                assert (
+                    cached_step_time(model, gpu, batch, 1, seq_len)
+                    == step_time(model, gpu, batch, seq_len)[0]
+                )
             assert cached_step_time(model, gpu, 32, 5, 0) == batch_step_time(model, gpu, 32, 5)
 
 
@@ -383,7 +384,9 @@ def test_from_about_a_thousand_tokens_the_pass_stays_memory_bound_at_every_batch
             for b in range(1, fits + 1)
         )
     fits = max_batch_in_memory(LLAMA2_7B, gpu, 600)
-    assert cached_step_time(LLAMA2_7B, gpu, fits, 5, 600) > cached_step_time(LLAMA2_7B, gpu, fits, 1, 600)
+    assert cached_step_time(LLAMA2_7B, gpu, fits, 5, 600) > cached_step_time(
+        LLAMA2_7B, gpu, fits, 1, 600
+    )
 
 
 def test_max_batch_in_memory_on_an_80_gb_a100():
@@ -403,13 +406,19 @@ def test_the_cache_checks_pass_the_reference_and_name_the_mistakes():
     gpu = e7_6.with_memory(dict(A100_SXM_80GB))
     with pytest.raises(AssertionError, match="That is the cache read once per scored position"):
         e7_6.check_cached_step_time(
-            lambda m, h, b, p, s: cached_step_time(m, h, b, 1, p * s), dict(LLAMA2_7B), gpu, 1, 5,
+            lambda m, h, b, p, s: cached_step_time(m, h, b, 1, p * s),
+            dict(LLAMA2_7B),
+            gpu,
+            1,
+            5,
             2048,
         )
     with pytest.raises(AssertionError, match="That is a negative batch when the weights"):
         e7_6.check_max_batch_in_memory(
             lambda m, h, s: math.floor((h["memory"] - 2 * m["params"]) / (s * 327680)),
-            dict(LLAMA2_70B), gpu, 2048,
+            dict(LLAMA2_70B),
+            gpu,
+            2048,
         )
 
 

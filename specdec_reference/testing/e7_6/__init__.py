@@ -19,12 +19,16 @@ mistake behind it.  Expected values come from :mod:`specdec_reference.lookup` an
 """
 
 from ..e7_4.shared import models as models  # the lesson's target (and E7.4's draft)
-from .lookup import check_prompt_lookup_copies, check_prompt_lookup_draft, core_cases
-from .lookup import random_contexts
+from .lookup import (
+    check_prompt_lookup_copies,
+    check_prompt_lookup_draft,
+    core_cases,
+    random_contexts,
+)
 from .lookup import mistakes as lookup_mistakes
 from .roofline import (
-    capacity_cases,
     cached_cases,
+    capacity_cases,
     check_batch_step_time,
     check_cached_step_time,
     check_max_batch_in_memory,

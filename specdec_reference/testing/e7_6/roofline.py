@@ -3,8 +3,8 @@ the key-value cache: a pass's time with the cache read, and how many sequences f
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -99,7 +99,14 @@ def check_speculative_speedup(
         "(expected_tokens handles it)."
     )
     got = call_or_fail(
-        fn, alpha, k, c, dict(model), dict(hardware), batch, call=call,
+        fn,
+        alpha,
+        k,
+        c,
+        dict(model),
+        dict(hardware),
+        batch,
+        call=call,
         hint=closed_form if alpha == 1 else "",
     )
     if alpha == 1 and isinstance(got, (int, float, np.floating)) and not np.isfinite(got):
@@ -237,7 +244,11 @@ def with_memory(hardware: Mapping[str, Any]) -> dict[str, Any]:
 
 def _cache(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
     return roofline.kv_cache_bytes(
-        model["layers"], model["kv_heads"], model["head_dim"], seq_len, batch,
+        model["layers"],
+        model["kv_heads"],
+        model["head_dim"],
+        seq_len,
+        batch,
         model["bytes_per_param"],
     )
 
@@ -290,7 +301,9 @@ def check_cached_step_time(
                 "once whatever positions is",
             ),
             "one request's cache, not the batch's": (
-                max((weights + cache / batch) / bandwidth, compute) if batch > 1 and cache else None,
+                max((weights + cache / batch) / bandwidth, compute)
+                if batch > 1 and cache
+                else None,
                 "every request has its own cache: batch of them are read",
             ),
             "the memory and compute times added": (
@@ -377,6 +390,6 @@ def cached_cases(seed: int, count: int) -> list[tuple]:
     """
     gen = np.random.default_rng(seed)
     out = []
-    for alpha, k, c, model, hardware, batch in speedup_cases(seed, count):
+    for _alpha, k, _c, model, hardware, batch in speedup_cases(seed, count):
         out.append((model, hardware, batch, k + 1, int(gen.choice([0, 1, 512, 2048, 32768]))))
     return out

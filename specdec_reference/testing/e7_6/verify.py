@@ -10,10 +10,9 @@ seeds (:func:`seeded_cases` puts rows with ``p(x)`` exactly 0 and 1 among them),
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import math
 
 import numpy as np
 
@@ -167,8 +166,17 @@ def seeded_cases(seed: int, trials: int) -> list[tuple[np.ndarray, list[int], in
 #: Rows and drafts of the acceptance cell: p(x) strictly between 0 and 1, then exactly 0
 #: and exactly 1, then no draft at all.
 ACCEPT_CASES = (
-    (np.array([[0.1, 0.6, 0.2, 0.1], [0.25, 0.25, 0.5, 0.0], [0.7, 0.1, 0.1, 0.1],
-               [0.4, 0.3, 0.2, 0.1]]), [1, 2, 0]),
+    (
+        np.array(
+            [
+                [0.1, 0.6, 0.2, 0.1],
+                [0.25, 0.25, 0.5, 0.0],
+                [0.7, 0.1, 0.1, 0.1],
+                [0.4, 0.3, 0.2, 0.1],
+            ]
+        ),
+        [1, 2, 0],
+    ),
     (np.array([[0.3, 0.2, 0.5], [0.2, 0.2, 0.6]]), [0]),
     (np.array([[0.0, 1.0, 0.0], [0.0, 0.5, 0.5], [0.2, 0.3, 0.5]]), [1, 0]),
     (np.array([[0.2, 0.8], [1.0, 0.0], [0.5, 0.5]]), [1, 0]),
@@ -260,8 +268,14 @@ def check_accept_rates(
                     float(np.prod([1 - rows[i, x] for i, x in enumerate(drafted[:j])]))
                 ),
             }
-            named = [n for n, v in rates.items() if abs(share - v) <= eps and abs(v - expected) > eps]
-            hint = f" That is {named[0]}: keep each drafted x only if rng.random() < p(x)." if named else ""
+            named = [
+                n for n, v in rates.items() if abs(share - v) <= eps and abs(v - expected) > eps
+            ]
+            hint = (
+                f" That is {named[0]}: keep each drafted x only if rng.random() < p(x)."
+                if named
+                else ""
+            )
             raise AssertionError(
                 f"{call}: the first {j} drafted token(s) were all accepted in {share:.3f} of the "
                 f"runs, but a correct step accepts them with probability {expected:.3f}, the "

@@ -181,8 +181,10 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return np.maximum(read / hardware["bandwidth"], work / hardware["peak_flops"])
             """,
         "max_batch_in_memory": """
-            room = np.float64(hardware["memory"]) - weight_bytes(model["params"], model["bytes_per_param"])
-            return np.maximum(np.int64(0), np.floor_divide(room, kv_cache_bytes(model, seq_len)).astype(np.int64))
+            weights = weight_bytes(model["params"], model["bytes_per_param"])
+            room = np.float64(hardware["memory"]) - weights
+            whole = np.floor_divide(room, kv_cache_bytes(model, seq_len)).astype(np.int64)
+            return np.maximum(np.int64(0), whole)
             """,
     },
     # --- common mistakes -------------------------------------------------------------
@@ -266,7 +268,8 @@ SCENARIOS: dict[str, dict[str, str]] = {
     # E[N] in closed form: 0/0 at alpha = 1.
     "mistake-closed-form-without-alpha-one": {
         "speculative_speedup": """
-            r = batch_step_time(model, hardware, batch, k + 1) / batch_step_time(model, hardware, batch, 1)
+            plain = batch_step_time(model, hardware, batch, 1)
+            r = batch_step_time(model, hardware, batch, k + 1) / plain
             return (1 - alpha ** (k + 1)) / (1 - alpha) / (k * c + r)
             """,
     },
