@@ -9,11 +9,13 @@ verification); past it they cost compute, and speculation can slow the server do
 vLLM's documentation positions speculative decoding for "medium-to-low QPS
 (queries per second), memory-bound workloads".
 
-``model`` and ``hardware`` are the mappings of :mod:`specdec_reference.specs`.  The
-key-value cache is left out (``seq_len = 0``, as in
-:func:`~specdec_reference.roofline.verify_cost_ratio`): its reads grow with the batch
-and keep the step memory-bound longer, so the batches found here are the smallest at
-which speculation stops paying.
+``model`` and ``hardware`` are the mappings of :mod:`specdec_reference.specs`.
+:func:`batch_step_time` leaves the key-value cache out (``seq_len = 0``, as in
+:func:`~specdec_reference.roofline.verify_cost_ratio`); :func:`cached_step_time` puts it
+back.  Decode reads every sequence's cache once a pass, whatever the number of positions
+it scores, so at long contexts the pass stays memory-bound at every batch that fits in
+memory (:func:`max_batch_in_memory`), which is why speculation can pay at large batch
+with long contexts (Sadhukhan et al., MagicDec, ICLR 2025).
 """
 
 from __future__ import annotations
@@ -23,15 +25,23 @@ from collections.abc import Mapping
 from typing import Any
 
 from .analysis import expected_tokens
-from .roofline import flops_per_token, weight_bytes
+from .roofline import flops_per_token, kv_cache_bytes, weight_bytes
 
 __all__ = [
     "batch_step_time",
     "speculative_speedup",
     "should_speculate",
     "break_even_batch",
+    "cached_step_time",
+    "cached_break_even_batch",
+    "max_batch_in_memory",
+    "MEMORY_BYTES",
     "adaptive_k",
 ]
+
+#: Memory of the lesson's accelerators, bytes: NVIDIA's A100 80 GB (SXM) and H100 SXM
+#: datasheets both give 80 GB of HBM.  Keyed by the ``name`` of the hardware mapping.
+MEMORY_BYTES = {"A100 SXM 80 GB": 80e9, "H100 SXM": 80e9}
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -245,6 +255,146 @@ def break_even_batch(
         if speculative_speedup(alpha, k, c, model, hardware, batch) < 1:
             return batch
     return None
+
+
+def _cache_bytes(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
+    return kv_cache_bytes(
+        model["layers"],
+        model["kv_heads"],
+        model["head_dim"],
+        seq_len,
+        batch,
+        model["bytes_per_param"],
+    )
+
+
+def cached_step_time(
+    model: Mapping[str, Any],
+    hardware: Mapping[str, Any],
+    batch: int,
+    positions: int,
+    seq_len: int,
+) -> float:
+    """Return the roofline time of one pass that also reads every sequence's key-value cache.
+
+    Parameters
+    ----------
+    model, hardware : mapping
+        As in :func:`batch_step_time`; ``model`` also gives ``layers``, ``kv_heads``
+        and ``head_dim``.
+    batch : int
+        Requests in the pass, ``>= 1``.
+    positions : int
+        Tokens each request scores, ``>= 1``.
+    seq_len : int
+        Tokens already cached for each request, ``>= 0``.
+
+    Returns
+    -------
+    float
+        Seconds: the larger of the time to read the weights once and every request's
+        cache once, and the compute time of ``batch * positions`` tokens at the peak.
+
+    Notes
+    -----
+    .. math:: t(B, m, L) = \\max\\left(\\frac{W + B\\,L\\,s}{\\beta},
+              \\frac{B\\,m\\,F}{\\pi}\\right)
+
+    with :math:`s` the cache bytes of one token (0.5 MiB for Llama-2-7B in 16-bit).
+    The cache is read once a pass whatever ``positions`` is: the ``m`` positions of a
+    verification pass attend to the same cached keys and values.  Attention's own
+    arithmetic (about :math:`4 L d` FLOPs per layer and position, an intensity of
+    about ``positions`` FLOPs per cached byte) is left out, as in lesson E7.1's
+    ``step_time``, which is the case ``positions = 1``.
+
+    References
+    ----------
+    .. [1] R. Sadhukhan et al., "MagicDec: Breaking the Latency-Throughput Tradeoff
+       for Long Context Generation with Speculative Decoding", ICLR 2025,
+       arXiv:2408.11049.
+
+    Examples
+    --------
+    >>> from specdec_reference.specs import A100_SXM_80GB, LLAMA2_7B
+    >>> round(cached_step_time(LLAMA2_7B, A100_SXM_80GB, 32, 5, 2048) * 1e3, 2)  # memory
+    23.46
+    """
+    batch, positions = _positive_int(batch, "batch"), _positive_int(positions, "positions")
+    read = weight_bytes(model["params"], model["bytes_per_param"]) + _cache_bytes(
+        model, seq_len, batch
+    )
+    compute = batch * positions * flops_per_token(model["params"]) / float(hardware["peak_flops"])
+    return max(read / float(hardware["bandwidth"]), compute)
+
+
+def cached_break_even_batch(
+    alpha: float,
+    k: int,
+    c: float,
+    model: Mapping[str, Any],
+    hardware: Mapping[str, Any],
+    seq_len: int,
+    max_batch: int = 4096,
+) -> int | None:
+    """Return the smallest batch at which ``k`` drafted tokens slow decoding, cache included.
+
+    As :func:`break_even_batch`, with each pass priced by :func:`cached_step_time` at
+    ``seq_len`` cached tokens a request.
+
+    Examples
+    --------
+    >>> from specdec_reference.specs import A100_SXM_80GB, LLAMA2_7B
+    >>> cached_break_even_batch(0.8, 4, 0.05, LLAMA2_7B, A100_SXM_80GB, 0)
+    97
+    >>> cached_break_even_batch(0.8, 4, 0.05, LLAMA2_7B, A100_SXM_80GB, 2048) is None
+    True
+    """
+    tokens = expected_tokens(alpha, k)
+    for batch in range(1, _positive_int(max_batch, "max_batch") + 1):
+        plain = cached_step_time(model, hardware, batch, 1, seq_len)
+        ratio = cached_step_time(model, hardware, batch, k + 1, seq_len) / plain
+        if tokens / (k * float(c) + ratio) < 1:
+            return batch
+    return None
+
+
+def max_batch_in_memory(model: Mapping[str, Any], hardware: Mapping[str, Any], seq_len: int) -> int:
+    """Return how many sequences of ``seq_len`` cached tokens fit beside the weights.
+
+    Parameters
+    ----------
+    model : mapping
+        As in :func:`cached_step_time`.
+    hardware : mapping
+        As in :func:`batch_step_time`, with ``memory`` in bytes.
+    seq_len : int
+        Tokens cached for each sequence, ``>= 1``.
+
+    Returns
+    -------
+    int
+        The largest ``B`` whose caches and the weights fit in ``memory``; 0 when the
+        weights alone do not fit.
+
+    Notes
+    -----
+    .. math:: B_{max} = \\left\\lfloor \\frac{M - W}{L\\,s} \\right\\rfloor
+
+    Activations and the allocator's overhead are left out, so real servers fit a
+    little fewer.
+
+    Examples
+    --------
+    >>> from specdec_reference.specs import A100_SXM_80GB, LLAMA2_7B
+    >>> gpu = dict(A100_SXM_80GB, memory=80e9)
+    >>> max_batch_in_memory(LLAMA2_7B, gpu, 2048), max_batch_in_memory(LLAMA2_7B, gpu, 32768)
+    (61, 3)
+    """
+    seq_len = _positive_int(seq_len, "seq_len")
+    room = float(hardware["memory"]) - weight_bytes(model["params"], model["bytes_per_param"])
+    if room <= 0:
+        return 0
+    return int(room // _cache_bytes(model, seq_len, 1))
 
 
 def adaptive_k(k: int, accepted: int, k_min: int = 1, k_max: int = 64) -> int:

@@ -502,12 +502,14 @@ LESSONS = {
         E7_6_RELEASE_NB,
         E7_6_SOURCE_NB,
         frozenset({"prompt_lookup_draft", "deterministic_verify", "batch_step_time"})
-        | frozenset({"speculative_speedup", "should_speculate", "adaptive_k"}),
-        ("speedup", "server"),
+        | frozenset({"speculative_speedup", "should_speculate", "adaptive_k"})
+        | frozenset({"cached_step_time", "max_batch_in_memory"}),
+        ("speedup", "cache", "server"),
         {
             "for name, sample in samplers.items():": ("your lookup_decode", "OUTSIDE"),
             "tasks = {": ("lookup wins", "draft wins"),
-            "def simulate(": ("never slower than off",),
+            "def cached_speedup(": ("2,048 tokens                  61", "none up to 4,096"),
+            "def simulate(": ("never slower than off", "faster than fixed k = 4 at 0 of 10 rates"),
             "alpha_256, k_256, c_256 = 0.7, 4, 0.05": (
                 "= 5.00",
                 "still pays? False",

@@ -31,8 +31,10 @@ ROOFLINE_CELLS = {
     for g in TEST_CELLS
     if g.startswith(("test_batch_step_time", "test_speculative_speedup", "test_should"))
 }
+CACHE_CELLS = {g for g in TEST_CELLS if g.startswith(("test_cached", "test_max_batch"))}
 SCHEDULE_CELLS = {g for g in TEST_CELLS if g.startswith("test_adaptive_k")}
 EXACT = "test_deterministic_verify_exact"
+ACCEPT = "test_deterministic_verify_accept"
 
 
 def execute(bodies=None, *, only=None, replace=None):
@@ -106,13 +108,54 @@ def test_a_broken_prompt_lookup_draft_costs_nothing_in_the_verify_cells():
     assert failing(execute(broken, only=VERIFY_CELLS)) == {}
 
 
-def test_a_broken_batch_step_time_costs_nothing_in_the_speedup_and_should_cells():
+def test_a_broken_batch_step_time_costs_nothing_in_the_speedup_should_and_cache_cells():
+    variant = SCENARIOS["variant-python-loops"]
     bodies = {
         "batch_step_time": "return 1.0",
-        "speculative_speedup": SCENARIOS["variant-python-loops"]["speculative_speedup"],
+        "speculative_speedup": variant["speculative_speedup"],
+        "should_speculate": variant["should_speculate"],
+        "cached_step_time": variant["cached_step_time"],  # built on batch_step_time
     }
-    lost = failing(execute(bodies, only=ROOFLINE_CELLS))
+    lost = failing(execute(bodies, only=ROOFLINE_CELLS | CACHE_CELLS))
     assert set(lost) == {"test_batch_step_time_values"}, lost
+
+
+#: The other graded functions each graded function may call, by its contract: its test
+#: cells run with the course's version of each.
+CALLEES = {
+    "prompt_lookup_draft": set(),
+    "deterministic_verify": set(),
+    "batch_step_time": set(),
+    "speculative_speedup": {"batch_step_time"},
+    "should_speculate": {"batch_step_time", "speculative_speedup"},
+    "cached_step_time": {"batch_step_time"},
+    "max_batch_in_memory": set(),
+    "adaptive_k": set(),
+}
+
+
+def test_every_test_cell_runs_with_the_course_s_version_of_the_callees():
+    """Each graded function's cells bind the reference for every graded function it may call,
+    and the reference solutions call no graded function outside that list."""
+    graded = set(CALLEES)
+    assert graded == {
+        c.metadata["nbgrader"]["grade_id"]
+        for c in LESSON.source_nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution")
+    }
+    for cell in LESSON.source_nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            called = {
+                n.func.id
+                for n in ast.walk(ast.parse(cell.source))
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            }
+            assert called & graded <= CALLEES[gid] | {gid}, gid
+        if gid in TEST_CELLS:
+            [tested] = [f for f in graded if gid.startswith(f"test_{f}")]
+            bound = set(re.findall(r'use_reference_for_cell\(globals\(\), "(\w+)"', cell.source))
+            assert CALLEES[tested] <= bound, (gid, CALLEES[tested] - bound)
 
 
 def test_a_should_speculate_built_on_a_broken_speedup_costs_nothing_in_its_cell():
@@ -122,7 +165,7 @@ def test_a_should_speculate_built_on_a_broken_speedup_costs_nothing_in_its_cell(
         "should_speculate": "return speculative_speedup(alpha, 1, c, model, hardware, batch) > 1",
     }
     lost = failing(execute(bodies, only=ROOFLINE_CELLS - {"test_batch_step_time_values"}))
-    assert set(lost) == {"test_speculative_speedup_values"}, lost
+    assert set(lost) == {"test_speculative_speedup_values", "test_speculative_speedup_edges"}, lost
 
 
 # ---------------------------------------------------------------------------
@@ -132,28 +175,46 @@ def test_a_should_speculate_built_on_a_broken_speedup_costs_nothing_in_its_cell(
 #: {scenario: {lost cell: words its message must contain}}.
 SAMPLE_MESSAGES = {
     "mistake-most-recent-occurrence": {
-        "test_prompt_lookup_draft_values": (
+        "test_prompt_lookup_draft_conventions": (
             "the most recent occurrence instead of the first (earliest): among the occurrences "
             "of the longest matching n-gram take the first one, the smallest start s, which is "
             "what Hugging Face's and vLLM's code take"
         ),
-        "test_prompt_lookup_draft_edges": "the most recent occurrence instead of the first",
     },
     "mistake-own-position-matches": {
-        "test_prompt_lookup_draft_values": "including the current position as a match",
-        "test_prompt_lookup_draft_edges": "including the current position as a match",
+        "test_prompt_lookup_draft_copies": "That is including the current position as a match",
+        "test_prompt_lookup_draft_conventions": "including the current position as a match",
+    },
+    "mistake-no-overlap": {
+        "test_prompt_lookup_draft_conventions": (
+            "That is not letting an occurrence overlap the last n tokens"
+        ),
     },
     "mistake-shortest-n-first": {
-        "test_prompt_lookup_draft_values": "trying the shortest n-gram first",
-        "test_prompt_lookup_draft_edges": "trying the shortest n-gram first",
+        "test_prompt_lookup_draft_conventions": "trying the shortest n-gram first",
     },
     "mistake-resample-from-p": {
+        ACCEPT: "That is resampling from p instead of p with x removed",
         EXACT: "nearer to resampling from p instead of p with x removed",
-        "test_deterministic_verify_seeded": "That is resampling from p instead of p with x removed",
+        # Here the first wrong case's tokens are also one draw from the first row: both named.
+        "test_deterministic_verify_seeded": "or resampling from p instead of p with x removed",
     },
     "mistake-accept-every-token": {
+        ACCEPT: "That is accepting every drafted token",
         EXACT: "nearer to accepting every drafted token",
         "test_deterministic_verify_seeded": "That is accepting every drafted token",
+    },
+    "mistake-one-draw-from-first-row": {
+        ACCEPT: "were all accepted in 0.000 of the runs, but a correct step accepts them with "
+        "probability 0.600, the product of the target's p_i(x_i) (tolerance 0.064: a correct "
+        "step is this far off with probability below 9e-07). That is one draw from the first "
+        "row, ignoring the draft",
+        "test_deterministic_verify_seeded": (
+            "That is one draw from the first row, ignoring the draft"
+        ),
+    },
+    "mistake-skip-draw-when-sure": {
+        "test_deterministic_verify_seeded": "skipping rng.random() when p(x) is exactly 0 or 1",
     },
     "mistake-memory-plus-compute": {
         "test_batch_step_time_values": "the memory and compute times added",
@@ -161,8 +222,20 @@ SAMPLE_MESSAGES = {
     "mistake-verification-cost-constant": {
         "test_speculative_speedup_values": "the verification cost taken as constant in batch",
     },
+    "mistake-closed-form-without-alpha-one": {
+        "test_speculative_speedup_edges": (
+            "raised ZeroDivisionError: float division by zero, expected it to return a result. "
+            "That is the closed form (1 - alpha**(k + 1)) / (1 - alpha) used at alpha = 1"
+        ),
+    },
     "mistake-alpha-over-c-at-any-batch": {
         "test_should_speculate_rule": "Corollary 3.9 without the batch (alpha > c)",
+    },
+    "mistake-cache-per-position": {
+        "test_cached_step_time_values": "That is the cache read once per scored position",
+    },
+    "mistake-capacity-without-weights": {
+        "test_max_batch_in_memory_values": "That is the weights left out",
     },
     "mistake-schedule-without-bounds": {
         "test_adaptive_k_bounds": (
@@ -203,10 +276,7 @@ EXTRA_MUTANTS = {
             )
         },
         LOOKUP_CELLS,
-        {
-            "test_prompt_lookup_draft_values": "requiring k tokens after the match",
-            "test_prompt_lookup_draft_edges": "requiring k tokens after the match",
-        },
+        {"test_prompt_lookup_draft_conventions": "requiring k tokens after the match"},
     ),
     "lookup-ignores-k": (
         {
@@ -216,8 +286,8 @@ EXTRA_MUTANTS = {
         },
         LOOKUP_CELLS,
         {
-            "test_prompt_lookup_draft_values": "ignoring k",
-            "test_prompt_lookup_draft_edges": "ignoring k",
+            "test_prompt_lookup_draft_copies": "That is ignoring k",
+            "test_prompt_lookup_draft_conventions": "ignoring k",
         },
     ),
     # Works on the caller's list: appends its draft to it.
@@ -236,9 +306,119 @@ EXTRA_MUTANTS = {
         },
         LOOKUP_CELLS,
         {
-            "test_prompt_lookup_draft_values": "changed the context list it was given",
-            "test_prompt_lookup_draft_edges": "changed the context list it was given",
+            "test_prompt_lookup_draft_copies": "changed the context list it was given",
+            "test_prompt_lookup_draft_conventions": "changed the context list it was given",
         },
+    ),
+    # Copies the n-gram itself along with what followed it: not a continuation.
+    "lookup-copies-the-match-too": (
+        {
+            "prompt_lookup_draft": _LOOKUP().replace(
+                "return tokens[s + n : s + n + k]", "return tokens[s : s + k]"
+            )
+        },
+        LOOKUP_CELLS,
+        {
+            "test_prompt_lookup_draft_copies": "which is not the up to k = ",
+            "test_prompt_lookup_draft_conventions": "returned",
+        },
+    ),
+    # Keeps x when the uniform is above p(x): acceptance 1 - p(x).
+    "verify-accepts-above-p": (
+        {
+            "deterministic_verify": SCENARIOS["variant-python-loops"][
+                "deterministic_verify"
+            ].replace("if rng.random() < row[x]:", "if rng.random() >= row[x]:")
+        },
+        VERIFY_CELLS,
+        {
+            ACCEPT: "That is accepting x when rng.random() is above p(x)",
+            EXACT: "first character",
+            "test_deterministic_verify_seeded": "returned",
+        },
+    ),
+    # Skips the uniform only when p(x) = 1.
+    "verify-no-draw-when-p-is-one": (
+        {
+            "deterministic_verify": SCENARIOS["variant-python-loops"][
+                "deterministic_verify"
+            ].replace("if rng.random() < row[x]:", "if row[x] == 1.0 or rng.random() < row[x]:")
+        },
+        {ACCEPT, "test_deterministic_verify_seeded"},  # exact: it is, and costs 4,000 decodes
+        {
+            "test_deterministic_verify_seeded": (
+                "That is skipping rng.random() when p(x) is exactly 1"
+            )
+        },
+    ),
+    # numpy's closed form at alpha = 1: nan (0/0) with a warning, no exception.
+    "speedup-numpy-closed-form": (
+        {
+            "speculative_speedup": """
+            plain = batch_step_time(model, hardware, batch, 1)
+            r = batch_step_time(model, hardware, batch, k + 1) / plain
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tokens = (1 - np.float64(alpha) ** (k + 1)) / (1 - np.float64(alpha))
+            return tokens / (k * c + r)
+            """
+        },
+        {"test_speculative_speedup_values", "test_speculative_speedup_edges"},
+        {
+            "test_speculative_speedup_edges": (
+                "That is the closed form (1 - alpha**(k + 1)) / (1 - alpha) used at alpha = 1"
+            )
+        },
+    ),
+    "cached-without-the-cache": (
+        {"cached_step_time": "return batch_step_time(model, hardware, batch, positions)"},
+        CACHE_CELLS,
+        {"test_cached_step_time_values": "That is the cache left out"},
+    ),
+    "cached-one-request-s-cache": (
+        {
+            "cached_step_time": """
+            read = weight_bytes(model["params"], model["bytes_per_param"])
+            read += kv_cache_bytes(model, seq_len)
+            compute = batch * positions * flops_per_token(model["params"]) / hardware["peak_flops"]
+            return max(read / hardware["bandwidth"], compute)
+            """
+        },
+        CACHE_CELLS,
+        {"test_cached_step_time_values": "That is one request's cache, not the batch's"},
+    ),
+    "cached-memory-plus-compute": (
+        {
+            "cached_step_time": """
+            read = weight_bytes(model["params"], model["bytes_per_param"])
+            read += batch * kv_cache_bytes(model, seq_len)
+            compute = batch * positions * flops_per_token(model["params"]) / hardware["peak_flops"]
+            return read / hardware["bandwidth"] + compute
+            """
+        },
+        CACHE_CELLS,
+        {"test_cached_step_time_values": "That is the memory and compute times added"},
+    ),
+    "capacity-rounded-up": (
+        {
+            "max_batch_in_memory": """
+            import math
+
+            room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
+            return max(0, math.ceil(room / kv_cache_bytes(model, seq_len)))
+            """
+        },
+        CACHE_CELLS,
+        {"test_max_batch_in_memory_values": "That is a partial sequence counted (rounded up)"},
+    ),
+    "capacity-negative-when-the-weights-do-not-fit": (
+        {
+            "max_batch_in_memory": """
+            room = hardware["memory"] - weight_bytes(model["params"], model["bytes_per_param"])
+            return int(room // kv_cache_bytes(model, seq_len))
+            """
+        },
+        CACHE_CELLS,
+        {"test_max_batch_in_memory_values": "That is a negative batch when the weights alone"},
     ),
     "batch-step-compute-for-batch-only": (
         {
@@ -364,6 +544,28 @@ def test_the_exactness_check_fails_the_accept_step_mistakes_for_another_seed(sce
     assert set(lost) == {EXACT}
 
 
+@pytest.mark.parametrize(
+    "bodies",
+    [
+        SCENARIOS["mistake-one-draw-from-first-row"],
+        SCENARIOS["mistake-accept-every-token"],
+        EXTRA_MUTANTS["verify-accepts-above-p"][0],
+    ],
+    ids=["first-row", "accept-every-token", "accepts-above-p"],
+)
+def test_the_acceptance_check_fails_the_mutants_for_another_seed(bodies):
+    """The reference passes the same check for other seeds: test_reference_serving."""
+    lost = failing(execute(bodies, only={ACCEPT}, replace={"seed=7622": "seed=8622"}))
+    assert set(lost) == {ACCEPT}
+    assert "were all accepted in" in lost[ACCEPT]
+
+
+def test_the_acceptance_cell_states_its_seed_sample_and_bound():
+    cell = TEST_CELLS[ACCEPT].source
+    assert "runs=2000, seed=7622" in cell and "failure_prob=9e-7" in cell
+    assert "6 comparisons" in cell and "below 9e-7" in cell
+
+
 def test_the_statistical_cell_states_a_false_failure_probability_below_one_in_a_million():
     cell = TEST_CELLS[EXACT].source
     assert "failure_prob=9e-7" in cell and "below 1e-6" in cell and "less than 5e-9" in cell
@@ -458,9 +660,11 @@ def test_the_notebook_roofline_tables_are_the_reference_specs():
     from specdec_reference import specs
 
     ns = LESSON.run(only=set()).namespace
+    from specdec_reference.serving import MEMORY_BYTES
+
     for mine, ref in (
-        (ns["A100"], specs.A100_SXM_80GB),
-        (ns["H100"], specs.H100_SXM),
+        (ns["A100"], dict(specs.A100_SXM_80GB, memory=MEMORY_BYTES[specs.A100_SXM_80GB["name"]])),
+        (ns["H100"], dict(specs.H100_SXM, memory=MEMORY_BYTES[specs.H100_SXM["name"]])),
         (ns["LLAMA2_7B"], specs.LLAMA2_7B),
         (ns["LLAMA2_70B"], specs.LLAMA2_70B),
     ):
@@ -486,36 +690,136 @@ GRADED_PHRASES = {
         "Must not be modified",
         "[] when no n matches (or k == 0)",
         "300 random contexts",
+        "3 points for a draft that copies what followed some earlier occurrence",
+        "1 point for exactly this draft",
     ],
     "deterministic_verify": [
         "drawn from the row with the drafted token removed and renormalized",
         "the bonus token from the last row",
-        "the first 2 characters (3 points)",
+        "accepted with probability p_i(x)",
+        "never when p_i(x) is 0 and always when it is 1 (2 points)",
+        "the first 2 characters (2 points)",
         "one rng.random() per tested token (accept if below p_i(x)), then one rng.choice(V, p=...)",
+        "rows with p_i(x) exactly 0 and 1",
     ],
-    "batch_step_time": [
-        "weight_bytes / bandwidth",
-        "batch * positions * flops_per_token / peak_flops",
-        "relative 1e-9",
-    ],
+    "batch_step_time": ["roofline", "weights", "at the same time", "relative 1e-9"],
     "speculative_speedup": [
-        "expected_tokens(alpha, k) / (k * c + r)",
-        "batch_step_time(model, hardware, batch, k + 1) / "
-        "batch_step_time(model, hardware, batch, 1)",
+        "accepted with probability alpha until the first rejection",
+        "0 <= alpha <= 1 (both ends included)",
+        "at alpha = 0 and alpha = 1 (1 point)",
         "replaced by a correct one",
     ],
     "should_speculate": [
-        "alpha > c + (batch_step_time(model, hardware, batch, 2) / "
-        "batch_step_time(model, hardware, batch, 1) - 1)",
+        "exceeds 1 for some k >= 1",
+        "a tie is not a speedup",
         "none within 1e-6 of a tie",
         "replaced by correct ones",
     ],
+    "cached_step_time": [
+        "reads once, however many positions it scores",
+        "kv_cache_bytes(model, seq_len)",
+        "relative 1e-9",
+        "replaced by a correct one",
+    ],
+    "max_batch_in_memory": [
+        "0 when the weights",
+        "alone do not fit",
+        "Graded exactly",
+    ],
     "adaptive_k": [
-        "min(k + 2, k_max) if every drafted token was accepted (accepted == k)",
-        "otherwise max(k - 1, k_min)",
-        "between and at both bounds",
+        "+2 after a fully accepted draft, -1 after a",
+        "kept between k_min and k_max",
+        "between the bounds (1 point) and at both bounds (1 point)",
     ],
 }
+
+#: What the docstrings and the Parts' prose must not give away: the graded expressions.
+FORMULAS = {
+    "batch_step_time": ["max(", "weight_bytes / bandwidth", "batch * positions * flops"],
+    "speculative_speedup": ["expected_tokens(alpha, k) / (k * c + r)", "batch_step_time(model"],
+    "should_speculate": ["alpha > c +", "batch_step_time(model"],
+    "cached_step_time": ["max(", "batch * kv_cache_bytes", "+ batch *"],
+    "max_batch_in_memory": ["//", "floor", "memory - "],
+    "adaptive_k": ["min(k + 2, k_max)", "max(k - 1, k_min)"],
+}
+
+
+@pytest.mark.parametrize("grade_id", sorted(FORMULAS))
+def test_each_docstring_states_the_contract_not_the_formula(grade_id):
+    [cell] = [
+        c
+        for c in LESSON.source_nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id
+    ]
+    docstring = ast.get_docstring(ast.parse(cell.source).body[0])
+    assert [f for f in FORMULAS[grade_id] if f in docstring] == []
+
+
+def test_the_prose_asks_for_the_derivations_and_does_not_give_them():
+    """Parts 3 to 6 ask before the function; the rules they lead to are not printed."""
+    for part in ("md-part3", "md-part4", "md-part5", "md-part6"):
+        assert "Derive it first" in _text({part}), part
+    prose = _text({"md-part3", "md-part4", "md-part5", "md-part6", "md-where", "md-chapter"})
+    for given_away in (
+        r"t(B, m) = \max",
+        "speculate at batch } B \\iff",
+        r"\alpha > c + d_1",
+        "c + t(B, 2)/t(B, 1) - 1",
+        "`min(k + 2, k_max)`",
+        "r = t(B, k + 1) / t(B, 1)",
+        r"\max\left(\frac{W}{\beta}",
+    ):
+        assert given_away not in prose, given_away
+    # The claims that hold only without the cache are gone.
+    text = _text()
+    assert "no draft can pay" not in text and "should be switched off" not in text
+    assert "helps a lightly loaded server" not in text
+
+
+def test_each_visible_test_gives_one_worked_value():
+    for gid, cell in TEST_CELLS.items():
+        visible = cell.source.split("### END HIDDEN TESTS")[-1]
+        assert visible.count("assert ") == 1, gid
+
+
+def test_the_lesson_states_hugging_face_s_default_since_4_45_and_vllm_s_table():
+    part6 = _text({"md-part6"})
+    for phrase in (
+        "It was the default until Transformers 4.45",
+        'the default is `"constant"`, with up to `num_assistant_tokens = 20`',
+        "`assistant_confidence_threshold = 0.4`",
+        '`"heuristic"` schedule is now an opt-in',
+    ):
+        assert phrase in part6, phrase
+    rule = _text({"md-cache-rule"})
+    for phrase in (
+        "up to 2x for Llama-2-7B-32K and 1.84x for Llama-3.1-8B at batch sizes 32 to 256 on "
+        "8 A100s",
+        '"Medium to high gain" at high QPS',
+        '"medium-to-low QPS (queries per second), memory-bound workloads"',
+    ):
+        assert phrase in rule, phrase
+
+
+def test_the_summary_states_what_the_simulation_shows_for_three_seeds():
+    """Adaptive k is never faster than fixed k = 4; fixed k = 4 is the fastest at light load;
+    load-aware is never slower than off; the rates from which the others are slower than off."""
+    ns = LESSON.run(only=set()).namespace
+    server = next(c.source for c in LESSON.source_nb.cells if c.id == "code-server")
+    exec(server.split("rates = np.geomspace")[0], ns)
+    rates = np.geomspace(5, 5000, 10)
+    names = ("off", "fixed k = 4", "adaptive", "load-aware")
+    for seed in (0, 1, 2):
+        lat = {p: np.array([ns["simulate"](r, p, seed=seed)[1] for r in rates]) for p in names}
+        assert np.all(lat["adaptive"] >= lat["fixed k = 4"]), seed
+        assert min(names, key=lambda p: lat[p][0]) == "fixed k = 4", seed
+        assert 0.105 < lat["fixed k = 4"][0] < 0.125 and 0.21 < lat["off"][0] < 0.22, seed
+        assert np.all(lat["load-aware"] <= lat["off"]), seed
+        first = {p: rates[np.argmax(lat[p] > lat["off"])] for p in ("fixed k = 4", "adaptive")}
+        assert round(first["adaptive"]) == 232 and round(first["fixed k = 4"]) in (500, 1077), seed
+    summary = _text({"md-where"})
+    assert "no better than fixed $k = 4$ at any rate" in summary
+    assert "from about 230 requests/s" in summary and "Seeds 0, 1 and 2 agree" in summary
 
 
 @pytest.mark.parametrize("grade_id", sorted(GRADED_PHRASES))

@@ -29,6 +29,12 @@ from specdec_reference import (
     step_time,
     walltime_improvement,
 )
+from specdec_reference.serving import (
+    MEMORY_BYTES,
+    cached_break_even_batch,
+    cached_step_time,
+    max_batch_in_memory,
+)
 from specdec_reference.specs import A100_SXM_80GB, H100_SXM, LLAMA2_7B, LLAMA2_70B
 from specdec_reference.testing import e7_4, e7_6
 
@@ -327,6 +333,118 @@ def test_the_roofline_checks_pass_the_reference():
         e7_6.check_speculative_speedup(speculative_speedup, alpha, k, c, model, hardware, batch)
     for case in e7_6.should_cases(7610, 100):
         e7_6.check_should_speculate(should_speculate, *case)
+
+
+# ---------------------------------------------------------------------------
+# The key-value cache
+# ---------------------------------------------------------------------------
+
+
+def test_a_plain_cached_step_is_e7_1_step_time_and_without_a_cache_batch_step_time():
+    for model in (LLAMA2_7B, LLAMA2_70B):
+        for gpu in (A100_SXM_80GB, H100_SXM):
+            for batch, seq_len in [(1, 0), (8, 2048), (200, 512), (64, 32768)]:
+                assert (
+                    cached_step_time(model, gpu, batch, 1, seq_len)
+                    == step_time(model, gpu, batch, seq_len)[0]
+                )
+            assert cached_step_time(model, gpu, 32, 5, 0) == batch_step_time(model, gpu, 32, 5)
+
+
+def test_the_cache_is_read_once_a_pass_whatever_the_positions():
+    """At 2,048 tokens a request's cache read (0.53 ms) outweighs 5 positions' arithmetic."""
+    one = 2048 * 524288 / A100_SXM_80GB["bandwidth"]
+    five = 5 * 2 * LLAMA2_7B["params"] / A100_SXM_80GB["peak_flops"]
+    assert round(one * 1e3, 2) == 0.53 and round(five * 1e3, 2) == 0.22
+    for batch in (1, 61, 1000, 10_000):
+        assert cached_step_time(LLAMA2_7B, A100_SXM_80GB, batch, 5, 2048) == cached_step_time(
+            LLAMA2_7B, A100_SXM_80GB, batch, 1, 2048
+        )
+
+
+def test_the_break_even_batches_the_lesson_states():
+    """97 without the cache; 187 at 128 tokens; none up to 4,096 from 512 tokens on."""
+    found = [
+        cached_break_even_batch(0.8, 4, 0.05, LLAMA2_7B, A100_SXM_80GB, seq_len)
+        for seq_len in (0, 128, 256, 512, 2048, 32768)
+    ]
+    assert found == [97, 187, 2659, None, None, None]
+    assert cached_break_even_batch(0.8, 4, 0.05, LLAMA2_7B, A100_SXM_80GB, 0) == break_even_batch(
+        0.8, 4, 0.05, LLAMA2_7B, A100_SXM_80GB
+    )
+
+
+def test_from_about_a_thousand_tokens_the_pass_stays_memory_bound_at_every_batch_that_fits():
+    gpu = dict(A100_SXM_80GB, memory=MEMORY_BYTES[A100_SXM_80GB["name"]])
+    for seq_len in (700, 1000, 2048, 32768):
+        fits = max_batch_in_memory(LLAMA2_7B, gpu, seq_len)
+        assert all(
+            cached_step_time(LLAMA2_7B, gpu, b, 5, seq_len)
+            == cached_step_time(LLAMA2_7B, gpu, b, 1, seq_len)
+            for b in range(1, fits + 1)
+        )
+    fits = max_batch_in_memory(LLAMA2_7B, gpu, 600)
+    assert cached_step_time(LLAMA2_7B, gpu, fits, 5, 600) > cached_step_time(
+        LLAMA2_7B, gpu, fits, 1, 600
+    )
+
+
+def test_max_batch_in_memory_on_an_80_gb_a100():
+    """About 60 sequences of 2K for Llama-2-7B; 30 at 4K; 3 at 32K; Llama-2-70B does not fit."""
+    gpu = dict(A100_SXM_80GB, memory=80e9)
+    assert [max_batch_in_memory(LLAMA2_7B, gpu, n) for n in (2048, 4096, 32768)] == [61, 30, 3]
+    assert max_batch_in_memory(LLAMA2_70B, gpu, 2048) == 0
+    room = 80e9 - 2 * LLAMA2_7B["params"]
+    assert 61 * 2048 * 2**19 <= room < 62 * 2048 * 2**19
+
+
+def test_the_cache_checks_pass_the_reference_and_name_the_mistakes():
+    for case in e7_6.cached_cases(7611, 100):
+        e7_6.check_cached_step_time(cached_step_time, *case)
+    for case in e7_6.capacity_cases(7612, 100):
+        e7_6.check_max_batch_in_memory(max_batch_in_memory, *case)
+    gpu = e7_6.with_memory(dict(A100_SXM_80GB))
+    with pytest.raises(AssertionError, match="That is the cache read once per scored position"):
+        e7_6.check_cached_step_time(
+            lambda m, h, b, p, s: cached_step_time(m, h, b, 1, p * s),
+            dict(LLAMA2_7B),
+            gpu,
+            1,
+            5,
+            2048,
+        )
+    with pytest.raises(AssertionError, match="That is a negative batch when the weights"):
+        e7_6.check_max_batch_in_memory(
+            lambda m, h, s: math.floor((h["memory"] - 2 * m["params"]) / (s * 327680)),
+            dict(LLAMA2_70B),
+            gpu,
+            2048,
+        )
+
+
+# ---------------------------------------------------------------------------
+# deterministic_verify: the acceptance rates
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [8622, 9622, 10622])
+def test_the_acceptance_check_passes_the_reference_for_other_seeds(seed):
+    e7_6.check_accept_rates(
+        deterministic_verify, e7_6.ACCEPT_CASES, runs=2000, seed=seed, failure_prob=9e-7
+    )
+
+
+def test_the_acceptance_tolerance_keeps_false_failures_below_one_in_a_million():
+    """6 comparisons are not sure; Hoeffding with a union bound over them at 2,000 runs."""
+    sure = [
+        q
+        for rows, drafted in e7_6.ACCEPT_CASES
+        for q in e7_6.verify._tail_probs(np.asarray(rows), drafted)
+    ]
+    m = sum(0 < q < 1 for q in sure)
+    assert m == 6 and 0.0 in sure and 1.0 in [rows[0][d[0]] for rows, d in e7_6.ACCEPT_CASES]
+    eps = math.sqrt(math.log(2 * m / 9e-7) / (2 * 2000))
+    assert 2 * m * math.exp(-2 * 2000 * eps**2) <= 9e-7 * (1 + 1e-9) and eps < 0.065
 
 
 # ---------------------------------------------------------------------------

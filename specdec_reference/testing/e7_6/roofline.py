@@ -1,7 +1,9 @@
-"""Parts 3 and 4: a pass's time at a batch, the speedup it allows, and when to speculate."""
+"""Parts 3 to 5: a pass's time at a batch, the speedup it allows, when to speculate, and
+the key-value cache: a pass's time with the cache read, and how many sequences fit."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -9,8 +11,8 @@ import numpy as np
 
 from ... import analysis, roofline, serving
 from ..calls import call_or_fail
-from ..compare import check_close
-from ..convert import as_bool
+from ..compare import check_close, check_equal
+from ..convert import as_bool, as_int
 from ..e7_1 import _h, _m, random_hardware, random_model
 
 
@@ -91,7 +93,24 @@ def check_speculative_speedup(
     AssertionError: ... That is the verification cost taken as constant in batch...
     """
     call = f"speculative_speedup({alpha!r}, {k}, {c!r}, {_m(model)}, {_h(hardware)}, {batch})"
-    got = call_or_fail(fn, alpha, k, c, dict(model), dict(hardware), batch, call=call)
+    closed_form = (
+        "That is the closed form (1 - alpha**(k + 1)) / (1 - alpha) used at alpha = 1, where it "
+        "is 0/0: there every drafted token is accepted and a pass yields k + 1 tokens "
+        "(expected_tokens handles it)."
+    )
+    got = call_or_fail(
+        fn,
+        alpha,
+        k,
+        c,
+        dict(model),
+        dict(hardware),
+        batch,
+        call=call,
+        hint=closed_form if alpha == 1 else "",
+    )
+    if alpha == 1 and isinstance(got, (int, float, np.floating)) and not np.isfinite(got):
+        raise AssertionError(f"{call} returned {got!r}. {closed_form}")
     tokens = analysis.expected_tokens(alpha, k)
     t = serving.batch_step_time
     plain, verify = t(model, hardware, batch, 1), t(model, hardware, batch, k + 1)
@@ -210,4 +229,167 @@ def should_cases(seed: int, count: int) -> list[tuple]:
             out.append((alpha, c, model, hardware, batch))
         if len(out) == count:
             break
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Part 5: the key-value cache
+# ---------------------------------------------------------------------------
+
+
+def with_memory(hardware: Mapping[str, Any]) -> dict[str, Any]:
+    """The lesson's hardware mapping with its ``memory`` in bytes (80 GB for both GPUs)."""
+    return dict(hardware, memory=serving.MEMORY_BYTES[hardware["name"]])
+
+
+def _cache(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
+    return roofline.kv_cache_bytes(
+        model["layers"],
+        model["kv_heads"],
+        model["head_dim"],
+        seq_len,
+        batch,
+        model["bytes_per_param"],
+    )
+
+
+def check_cached_step_time(
+    fn: Callable[..., Any],
+    model: Mapping[str, Any],
+    hardware: Mapping[str, Any],
+    batch: int,
+    positions: int,
+    seq_len: int,
+) -> None:
+    """Compare ``fn(model, hardware, batch, positions, seq_len)`` with the reference.
+
+    Examples
+    --------
+    >>> from specdec_reference.testing.e7_1 import real_pairs
+    >>> m, h = real_pairs()[0]
+    >>> check_cached_step_time(lambda m, h, b, p, s: serving.batch_step_time(m, h, b, p),
+    ...                        m, h, 8, 5, 2048)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    AssertionError: ... That is the cache left out: ...
+    """
+    call = f"cached_step_time({_m(model)}, {_h(hardware)}, {batch}, {positions}, {seq_len})"
+    got = call_or_fail(fn, dict(model), dict(hardware), batch, positions, seq_len, call=call)
+    weights = roofline.weight_bytes(model["params"], model["bytes_per_param"])
+    bandwidth = float(hardware["bandwidth"])
+    compute = _times(model, hardware, batch * positions)[1]
+    cache = _cache(model, seq_len, batch)
+    check_close(
+        got,
+        serving.cached_step_time(model, hardware, batch, positions, seq_len),
+        call=call,
+        atol=0.0,
+        rtol=1e-9,
+        advice="the weights and every request's cache are read once a pass; the arithmetic "
+        "is that of batch * positions tokens; the two overlap",
+        mistakes={
+            "the cache left out": (
+                max(weights / bandwidth, compute) if cache else None,
+                "every request's cache of seq_len tokens is read once a pass, "
+                "kv_cache_bytes(model, seq_len) bytes each",
+            ),
+            "the cache read once per scored position": (
+                max((weights + positions * cache) / bandwidth, compute)
+                if positions > 1 and cache
+                else None,
+                "the positions of one pass attend to the same cached keys and values, read "
+                "once whatever positions is",
+            ),
+            "one request's cache, not the batch's": (
+                max((weights + cache / batch) / bandwidth, compute)
+                if batch > 1 and cache
+                else None,
+                "every request has its own cache: batch of them are read",
+            ),
+            "the memory and compute times added": (
+                (weights + cache) / bandwidth + compute,
+                "the reads and the arithmetic overlap: take the larger",
+            ),
+        },
+    )
+
+
+def check_max_batch_in_memory(
+    fn: Callable[..., Any], model: Mapping[str, Any], hardware: Mapping[str, Any], seq_len: int
+) -> None:
+    """Compare ``fn(model, hardware, seq_len)`` with the reference; name the mistake.
+
+    Examples
+    --------
+    >>> from specdec_reference.testing.e7_1 import real_pairs
+    >>> m, h = real_pairs()[0]
+    >>> check_max_batch_in_memory(lambda m, h, s: 74, m, with_memory(h), 2048)
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    AssertionError: ... That is the weights left out: ...
+    """
+    call = f"max_batch_in_memory({_m(model)}, {_h(hardware)}, {seq_len})"
+    got = as_int(call_or_fail(fn, dict(model), dict(hardware), seq_len, call=call), call)
+    expected = serving.max_batch_in_memory(model, hardware, seq_len)
+    weights = roofline.weight_bytes(model["params"], model["bytes_per_param"])
+    one = _cache(model, seq_len, 1)
+    room = float(hardware["memory"]) - weights
+    check_equal(
+        got,
+        expected,
+        call=call,
+        advice=f"{float(hardware['memory']):.4g} bytes of memory, {weights:.4g} of weights, "
+        f"{one:.4g} of cache a sequence",
+        mistakes={
+            "the weights left out": (
+                int(float(hardware["memory"]) // one),
+                "the weights take their share of memory first",
+            ),
+            "a partial sequence counted (rounded up)": (
+                math.ceil(room / one) if room > 0 and room % one else None,
+                "only whole sequences fit: round down",
+            ),
+            "a negative batch when the weights alone do not fit": (
+                math.floor(room / one) if room < 0 else None,
+                "no sequence fits then: return 0",
+            ),
+            "the cache of keys only (or values only)": (
+                int(room // (one / 2)) if room > 0 else None,
+                "kv_cache_bytes counts a key and a value vector per head, layer and token",
+            ),
+        },
+    )
+
+
+def capacity_cases(seed: int, count: int) -> list[tuple]:
+    """Random ``(model, hardware with memory, seq_len)``; some models do not fit at all.
+
+    Examples
+    --------
+    >>> len(capacity_cases(0, 3))
+    3
+    """
+    gen = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        model, hardware = random_model(gen), random_hardware(gen)
+        weights = roofline.weight_bytes(model["params"], model["bytes_per_param"])
+        hardware["memory"] = float(weights * np.exp(gen.uniform(-0.5, 3)))
+        out.append((model, hardware, int(np.exp(gen.uniform(0, np.log(131072))))))
+    return out
+
+
+def cached_cases(seed: int, count: int) -> list[tuple]:
+    """Random ``(model, hardware, batch, positions, seq_len)`` on both sides of the ridge.
+
+    Examples
+    --------
+    >>> len(cached_cases(0, 3))
+    3
+    """
+    gen = np.random.default_rng(seed)
+    out = []
+    for _alpha, k, _c, model, hardware, batch in speedup_cases(seed, count):
+        out.append((model, hardware, batch, k + 1, int(gen.choice([0, 1, 512, 2048, 32768]))))
     return out

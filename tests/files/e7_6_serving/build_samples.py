@@ -98,10 +98,27 @@ SCENARIOS: dict[str, dict[str, str]] = {
                 gain += alpha**i
             return gain / (k * c + whole_pass / plain)
             """,
+        # Searches the draft lengths instead of deriving the rule: the docstring's contract.
         "should_speculate": """
-            plain = batch_step_time(model, hardware, batch, 1)
-            second = batch_step_time(model, hardware, batch, 2) / plain
-            return alpha - c > second - 1
+            for k in range(1, 65):
+                if speculative_speedup(alpha, k, c, model, hardware, batch) > 1:
+                    return True
+            return False
+            """,
+        # Part 3's pass, then the caches' read on top of the weights'.
+        "cached_step_time": """
+            with_cache = (weight_bytes(model["params"], model["bytes_per_param"])
+                          + batch * kv_cache_bytes(model, seq_len)) / hardware["bandwidth"]
+            return max(batch_step_time(model, hardware, batch, positions), with_cache)
+            """,
+        "max_batch_in_memory": """
+            import math
+
+            left = hardware["memory"] - model["params"] * model["bytes_per_param"]
+            per_sequence = kv_cache_bytes(model, seq_len)
+            if left < per_sequence:
+                return 0
+            return math.floor(left / per_sequence)
             """,
         "adaptive_k": """
             if accepted == k:
@@ -157,6 +174,18 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "adaptive_k": """
             return np.clip(np.int64(k + 2 if accepted == k else k - 1), k_min, k_max)
             """,
+        "cached_step_time": """
+            read = np.float64(weight_bytes(model["params"], model["bytes_per_param"]))
+            read += np.float64(batch) * kv_cache_bytes(model, seq_len)
+            work = np.float64(batch) * positions * flops_per_token(model["params"])
+            return np.maximum(read / hardware["bandwidth"], work / hardware["peak_flops"])
+            """,
+        "max_batch_in_memory": """
+            weights = weight_bytes(model["params"], model["bytes_per_param"])
+            room = np.float64(hardware["memory"]) - weights
+            whole = np.floor_divide(room, kv_cache_bytes(model, seq_len)).astype(np.int64)
+            return np.maximum(np.int64(0), whole)
+            """,
     },
     # --- common mistakes -------------------------------------------------------------
     # Searches from the end: the most recent occurrence.
@@ -169,6 +198,10 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "prompt_lookup_draft": lookup(
             sizes="range(max_ngram, min_ngram - 1, -1)", starts="range(len(tokens) - n + 1)"
         ),
+    },
+    # Saxena's condition: an occurrence must end before the last n tokens begin.
+    "mistake-no-overlap": {
+        "prompt_lookup_draft": lookup(starts="range(len(tokens) - 2 * n + 1)"),
     },
     "mistake-shortest-n-first": {
         "prompt_lookup_draft": lookup(
@@ -196,6 +229,29 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return [int(x) for x in drafted] + [int(rng.choice(last.size, p=last))]
             """,
     },
+    # Follows the target exactly, but verifies nothing: one token a pass.
+    "mistake-one-draw-from-first-row": {
+        "deterministic_verify": """
+            first = np.asarray(target_rows[0], dtype=float)
+            return [int(rng.choice(first.size, p=first))]
+            """,
+    },
+    # Exact, but draws no uniform when p(x) is 0 or 1: the draws after it shift.
+    "mistake-skip-draw-when-sure": {
+        "deterministic_verify": """
+            out = []
+            for i, x in enumerate(drafted):
+                p = np.asarray(target_rows[i], dtype=float)
+                if p[x] == 1.0 or (p[x] > 0.0 and rng.random() < p[x]):
+                    out.append(int(x))
+                    continue
+                residual = p.copy()
+                residual[x] = 0.0
+                return out + [int(rng.choice(p.size, p=residual / residual.sum()))]
+            last = np.asarray(target_rows[len(drafted)], dtype=float)
+            return out + [int(rng.choice(last.size, p=last))]
+            """,
+    },
     "mistake-memory-plus-compute": {
         "batch_step_time": """
             memory = weight_bytes(model["params"], model["bytes_per_param"]) / hardware["bandwidth"]
@@ -209,10 +265,33 @@ SCENARIOS: dict[str, dict[str, str]] = {
             return expected_tokens(alpha, k) / (k * c + 1)
             """,
     },
+    # E[N] in closed form: 0/0 at alpha = 1.
+    "mistake-closed-form-without-alpha-one": {
+        "speculative_speedup": """
+            plain = batch_step_time(model, hardware, batch, 1)
+            r = batch_step_time(model, hardware, batch, k + 1) / plain
+            return (1 - alpha ** (k + 1)) / (1 - alpha) / (k * c + r)
+            """,
+    },
     # Corollary 3.9 at every batch.
     "mistake-alpha-over-c-at-any-batch": {
         "should_speculate": """
             return alpha > c
+            """,
+    },
+    # Every scored position reads the cache again.
+    "mistake-cache-per-position": {
+        "cached_step_time": """
+            read = (weight_bytes(model["params"], model["bytes_per_param"])
+                    + batch * positions * kv_cache_bytes(model, seq_len))
+            compute = batch * positions * flops_per_token(model["params"]) / hardware["peak_flops"]
+            return max(read / hardware["bandwidth"], compute)
+            """,
+    },
+    # All of memory for the caches, none for the weights.
+    "mistake-capacity-without-weights": {
+        "max_batch_in_memory": """
+            return int(hardware["memory"] // kv_cache_bytes(model, seq_len))
             """,
     },
     "mistake-schedule-without-bounds": {
