@@ -151,8 +151,9 @@ def handout(
     try:
         problems = [p for a in targets for p in _release_problems(root, a, staging)]
         kit = staging / folder.name
-        lessons = _assemble(root, targets, kit, config, learner_pins())
-        problems += _leaks(root, targets, kit)
+        if not [a for a in targets if not _released(root, a)]:  # (`all` is the option)
+            lessons = _assemble(root, targets, kit, config, learner_pins())
+            problems += _leaks(root, targets, kit)
         if problems:
             raise HandoutError(
                 f"handout refused; nothing was written to {folder}:\n"
@@ -220,7 +221,7 @@ def _release_problems(root: Path, assignment: str, staging: Path) -> list[str]:
     ``source/<assignment>`` generates now."""
     released = root / "release" / assignment
     hint = f"run `specdec-course release {assignment}`"
-    if not any(released.glob("*.ipynb")):
+    if not _released(root, assignment):
         return [f"release/{assignment} is missing: {hint} first"]
     config = load_config(root)
     # The course's gradebook is not touched: nbgrader records the assignment in scratch.
@@ -237,6 +238,10 @@ def _release_problems(root: Path, assignment: str, staging: Path) -> list[str]:
     ):
         return [f"release/{assignment} is stale against source/{assignment}: {hint}"]
     return []
+
+
+def _released(root: Path, assignment: str) -> bool:
+    return any((root / "release" / assignment).glob("*.ipynb"))
 
 
 def _release_files(folder: Path) -> dict[str, Path]:
