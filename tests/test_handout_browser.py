@@ -15,13 +15,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import urllib.error
 import urllib.request
 import zipfile
-from functools import partial
 from pathlib import Path
 
 import psutil
@@ -29,7 +27,6 @@ import pytest
 from packaging.utils import canonicalize_name
 from playwright.sync_api import Page, expect, sync_playwright
 from support.browser import (
-    SERVER_START_TIMEOUT,
     LabServer,
     NotebookPage,
     close_notebooks,
@@ -38,9 +35,9 @@ from support.browser import (
     launch_chromium,
     learner_python,
     not_run,
+    serve,
 )
 from support.course import FILES, REPO, new_course
-from support.processes import free_port, wait_until_answers
 
 from autograder.course import assignments
 from autograder.handout.kit import handout
@@ -131,31 +128,20 @@ def kit_lab(kit, kit_python, tmp_path_factory):
     argv += ["--no-browser", "--ServerApp.port_retries=0"]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         argv.append("--allow-root")
-    for attempt in (1, 2):
-        port, token = free_port(), secrets.token_hex(16)
-        env = learner_env(
-            JUPYTER_TOKEN=token,
-            JUPYTER_CONFIG_DIR=work / "config",
-            JUPYTER_DATA_DIR=work / "data",
-            JUPYTER_RUNTIME_DIR=work / "runtime",
-        )
-        log_path = work / f"jupyterlab-{attempt}.log"
-        with open(log_path, "w") as log:
-            process = subprocess.Popen(
-                [*argv, f"--port={port}"],
-                cwd=kit,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        server = LabServer(process, port, token, log_path)
-        ask = partial(server.api, "GET", "api/status", timeout=5)
-        if wait_until_answers(process, ask, SERVER_START_TIMEOUT):
-            break
-        server.stop()
-    else:
-        raise RuntimeError(f"the kit's JupyterLab did not start (twice):\n{server.log_tail()}")
+    server = serve(
+        lambda port, token, **popen: subprocess.Popen(
+            [*argv, f"--port={port}"],
+            cwd=kit,
+            env=learner_env(
+                JUPYTER_TOKEN=token,
+                JUPYTER_CONFIG_DIR=work / "config",
+                JUPYTER_DATA_DIR=work / "data",
+                JUPYTER_RUNTIME_DIR=work / "runtime",
+            ),
+            **popen,
+        ),
+        work,
+    )
     yield server
     server.stop()
 
