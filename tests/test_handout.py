@@ -279,6 +279,7 @@ def test_a_hand_edited_release_is_stale(course, tmp_path, capsys):
             "cannot be written inside the course's release/",
         ),
         (["mini", "--out", "{course}/.."], "holds the course"),
+        (["mini", "--out", "{course}/../kit.zip"], "names the kit's folder, not the zip"),
     ],
 )
 def test_bad_input_is_an_error_that_says_what_is_wrong(course, capsys, argv, message):

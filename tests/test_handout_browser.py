@@ -231,6 +231,20 @@ def test_the_learners_window_shows_validate_and_no_instructor_tool(notebook_tab,
     assert not nbp.errors, nbp.errors
 
 
+def test_validate_reads_the_kits_nbgrader_config(kit_lab, kit):
+    """A correct E7.2 whose numpy code warns passes Validate: the kit's
+    ``nbgrader_config.json`` sends the kernel's warnings to stdout and quiets its log, as
+    the course's configuration does when grading.  Plain nbgrader fails a test cell on
+    any output to stderr."""
+    assignment = "e7_2_acceptance_tests"
+    sample = FILES / assignment / "submissions" / "variant-runtime-warning.ipynb"
+    shutil.copyfile(sample, kit / assignment / "variant.ipynb")
+    result = kit_lab.api("POST", "assignments/validate", {"path": f"{assignment}/variant.ipynb"})
+    assert result["success"], result["value"]
+    assert not result["value"].get("failed"), result["value"]["failed"][0]["error"]
+    kit_lab.shutdown_kernels()
+
+
 @pytest.mark.parametrize("assignment", LESSONS)
 def test_a_lesson_runs_blank_and_solved_and_validate_tells_them_apart(
     notebook_tab, kit_lab, kit, assignment

@@ -138,9 +138,9 @@ def handout(
         targets = [assignment]
     else:
         raise UsageError("name an assignment or pass --all")
-    for name in targets:
-        if name not in known:
-            raise UsageError(f"unknown assignment {name!r} (known: {', '.join(known) or 'none'})")
+    for target in targets:
+        if target not in known:
+            raise UsageError(f"unknown assignment {target!r} (known: {', '.join(known) or 'none'})")
     name = kit_name(str(config.CourseDirectory.get("course_id") or root.name), assignment)
     folder = Path(out) if out is not None else root / DEFAULT_PARENT / name
     folder = folder.expanduser().resolve()
@@ -150,7 +150,8 @@ def handout(
     staging = Path(tempfile.mkdtemp(prefix="handout-", dir=scratch_dir(root)))
     try:
         problems = [p for a in targets for p in _release_problems(root, a, staging)]
-        kit = staging / folder.name
+        kit = staging / "kit" / folder.name
+        lessons: list[KitLesson] = []
         if not [a for a in targets if not _released(root, a)]:  # (`all` is the option)
             lessons = _assemble(root, targets, kit, config, learner_pins())
             problems += _leaks(root, targets, kit)
@@ -170,10 +171,15 @@ def handout(
 
 
 def _check_output(root: Path, folder: Path, archive: Path, force: bool) -> None:
-    """Refuse an output inside ``source/`` or ``release/``, or one that exists and may
-    not be replaced."""
+    """Refuse an output inside ``source/`` or ``release/``, one that holds the course, a
+    folder named like a zip, and an output that exists and may not be replaced."""
+    if folder.suffix.lower() == ".zip":
+        raise UsageError(
+            f"--out names the kit's folder, not the zip ({folder}): the zip is written "
+            "beside the folder, as <folder>.zip"
+        )
     for protected in ("source", "release"):
-        inside = root / protected
+        inside = (root / protected).resolve()
         if folder == inside or folder.is_relative_to(inside):
             raise UsageError(
                 f"the kit cannot be written inside the course's {protected}/ ({folder}): "
@@ -292,7 +298,7 @@ def _leaks(root: Path, targets: list[str], kit: Path) -> list[str]:
 
 def _assemble(root: Path, targets: list[str], kit: Path, config, pins: Pins) -> list[KitLesson]:
     """Write every file of the kit into ``kit`` (a new folder in scratch)."""
-    kit.mkdir()
+    kit.mkdir(parents=True)
     lessons = []
     for assignment in targets:
         released = root / "release" / assignment

@@ -18,6 +18,7 @@ as its parent requires.
 from __future__ import annotations
 
 import platform
+import sys
 from dataclasses import dataclass
 from importlib import metadata
 
@@ -80,7 +81,7 @@ def learner_pins(project: str = PROJECT) -> Pins:
         roots = _requirements(metadata.distribution(project))
     except metadata.PackageNotFoundError:
         raise UsageError(
-            f"{project} is not installed in this environment ({platform.python_version()}): "
+            f"{project} is not installed in the environment of {sys.executable}: "
             "run `make`, or `pip install -e .` in the course, to hand out its pinned "
             "dependencies"
         ) from None
