@@ -141,11 +141,11 @@ def test_the_requirements_are_the_installed_dependencies_pinned_for_each_platfor
     for pin in pins.pins:
         assert pin.version == metadata.version(pin.name), pin
     # ipython needs pexpect on Linux and macOS only, and jupyter-events asks for jsonschema's
-    # format-nongpl extra, which brings rfc3339-validator: markers and extras are followed.
+    # format-nongpl extra, which alone brings webcolors: markers and extras are followed.
     by_name = {pin.name: pin for pin in pins.pins}
     assert by_name["pexpect"].line.endswith('; sys_platform != "win32"')
     assert by_name["numpy"].platforms == frozenset(PLATFORMS)
-    assert "rfc3339-validator" in names
+    assert "webcolors" in names
     # conda: the tested Python, pip, and the same pins through pip.
     env = yaml.safe_load((out / "environment.yml").read_text())
     assert env["name"] == "specdec-e7"
