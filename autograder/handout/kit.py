@@ -141,7 +141,8 @@ def handout(
     for target in targets:
         if target not in known:
             raise UsageError(f"unknown assignment {target!r} (known: {', '.join(known) or 'none'})")
-    name = kit_name(str(config.CourseDirectory.get("course_id") or root.name), assignment)
+    course_id = str(config.CourseDirectory.get("course_id") or root.name)
+    name = kit_name(course_id, None if all else assignment)
     folder = Path(out) if out is not None else root / DEFAULT_PARENT / name
     folder = folder.expanduser().resolve()
     archive = folder.with_name(folder.name + ".zip")
