@@ -1,7 +1,8 @@
 """The instructor's tool for the chapter E7 course: release, grade, feedback, report, demo.
 
 Each verb lives in its own module (``release.py``, ``grade.py``, ``feedback.py``,
-``report.py``, ``export.py``, ``demo.py``, ``lab.py``); ``cli.py`` only parses arguments
+``report.py``, ``export.py``, ``demo.py``, ``lab.py``, and the package ``handout/``, the
+learner's kit); ``cli.py`` only parses arguments
 and calls them, ``entry.py`` is the command's entry point (it starts the worker pool's
 forkserver before anything else is imported) and ``__main__.py`` runs it as
 ``python -m autograder``.  Beside them: ``course.py`` (the nbgrader course directory and

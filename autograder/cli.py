@@ -1,6 +1,6 @@
 """``specdec-course``: parse arguments, call the verb, print, set the exit code.
 
-Exit codes: 0 success (whatever the submissions did), 1 a refused release,
+Exit codes: 0 success (whatever the submissions did), 1 a refused release or kit,
 2 the instructor's error (unknown assignment, no submissions, unreadable course),
 3 grading stopped because the course could not be written (gradebook locked, disk full).
 
@@ -189,6 +189,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, default=None)
 
     p = sub.add_parser(
+        "handout",
+        parents=course,
+        allow_abbrev=False,
+        help="write a learner's kit for laptops (notebooks, pinned packages, README): "
+        "a folder and a zip",
+    )
+    p.add_argument("assignment", nargs="?")
+    p.add_argument("--all", action="store_true", help="every assignment in source/")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="the kit's folder (default: dist/<course id>[-<assignment>] in the course); "
+        "the zip is written beside it",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace a kit that handout wrote there before"
+    )
+
+    p = sub.add_parser(
         "lab",
         parents=course,
         allow_abbrev=False,
@@ -314,6 +333,22 @@ def _demo(args: argparse.Namespace) -> int:
     return demo(repo=args.course, workers=args.workers)
 
 
+def _handout(args: argparse.Namespace) -> int:
+    from autograder.handout.kit import HandoutError, handout
+
+    try:
+        kit = handout(
+            args.assignment, course=args.course, all=args.all, out=args.out, force=args.force
+        )
+    except HandoutError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for lesson in kit.lessons:
+        print(f"{lesson.title}: {', '.join(lesson.notebooks)}")
+    print(f"wrote {kit.folder} and {kit.zip} ({len(kit.files)} files)")
+    return 0
+
+
 def _lab(args: argparse.Namespace) -> int:
     return lab(course=find_course(args.course), port=args.port, open_browser=not args.no_browser)
 
@@ -328,6 +363,7 @@ COMMANDS = MappingProxyType(
         "feedback": _feedback,
         "report": _report,
         "demo": _demo,
+        "handout": _handout,
         "lab": _lab,
     }
 )

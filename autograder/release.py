@@ -15,8 +15,10 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 
@@ -39,6 +41,9 @@ from autograder.grading.template import (
     template_test_cells,
 )
 from autograder.sandbox import sandbox_problem
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
 
 #: Text that must never reach learners.
 FORBIDDEN = (
@@ -125,19 +130,34 @@ def _stage(root: Path, assignment: str) -> _Stage:
     staging = Path(tempfile.mkdtemp(prefix="release-", dir=scratch_dir(root)))
     stage = _Stage(ReleaseReport(assignment), staging)
     config = load_config(root)
+    problem = generate(root, assignment, staging, config)
+    if problem:
+        stage.problems.append(problem)
+        return stage
+    mark_synced(root, assignment, source_hash(root, assignment), config)
+    stage.problems += leak_problems(root / "source" / assignment, stage.generated)
+    return stage
+
+
+def generate(root: Path, assignment: str, staging: Path, config: Config) -> str | None:
+    """Generate ``assignment`` with nbgrader's ``generate_assignment`` into
+    ``staging/<assignment>/`` (``staging`` is a folder under the course ``root``), and
+    normalize its notebooks as ``release/`` holds them.
+
+    ``config`` is the course's (:func:`~autograder.course.load_config`); its gradebook
+    (``CourseDirectory.db_url``) records the assignment.  Returns why nbgrader could not
+    generate it, or None.
+    """
     config.CourseDirectory.release_directory = str(staging.relative_to(root))
     outcome = nbgrader_api(config).generate_assignment(assignment, force=True, create=True)
     if not outcome.get("success"):
-        stage.problems.append(
+        return (
             f"nbgrader could not generate {assignment}:\n{outcome.get('log', '')}"
             f"{outcome.get('error', '')}"
         )
-        return stage
-    mark_synced(root, assignment, source_hash(root, assignment), config)
-    for path in stage.generated.glob("*.ipynb"):
+    for path in (staging / assignment).glob("*.ipynb"):
         _normalize(path)
-    stage.problems += leak_problems(root / "source" / assignment, stage.generated)
-    return stage
+    return None
 
 
 def _install(root: Path, stage: _Stage) -> ReleaseReport:
@@ -172,36 +192,46 @@ def _normalize(path: Path) -> None:
 
 def leak_problems(source: Path, release_dir: Path) -> list[str]:
     """Everything in ``release_dir`` that learners must not see."""
+    return scan_for_leaks(release_dir, sorted(release_dir.rglob("*")), solution_lines(source))
+
+
+def scan_for_leaks(root: Path, paths: Iterable[Path], solution: set[str]) -> list[str]:
+    """What learners must not see in ``paths``, files under ``root`` (named relative to it).
+
+    A Python file is refused whole (it could carry a solution).  Any other text file, and
+    a notebook's cells, must hold no :data:`FORBIDDEN` word and no line of ``solution``
+    (:func:`solution_lines`).  Binary files (images, arrays) are not read.
+    """
     problems = []
-    for path in sorted(release_dir.rglob("*")):
-        if not path.is_file() or path.suffix == ".ipynb":
+    for path in paths:
+        if not path.is_file():
             continue
+        name = path.relative_to(root).as_posix()
         if path.suffix == ".py":
-            problems.append(f"{path.name}: Python files are not released (solutions could leak)")
+            problems.append(f"{name}: Python files are not released (solutions could leak)")
             continue
         try:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue  # binary data files (images, arrays) are fine
+        body = text
+        if path.suffix == ".ipynb":
+            try:
+                nb = nbformat.reads(text, as_version=4)
+            except Exception as exc:  # not JSON, or not a notebook
+                problems.append(f"{name}: not a readable notebook ({exc})")
+                continue
+            body = "\n".join(cell.source for cell in nb.cells)
         for word in FORBIDDEN:
-            if word in text:
-                problems.append(f"{path.name}: contains {word!r}")
-    solution_lines = _solution_lines(source)
-    for path in sorted(release_dir.glob("*.ipynb")):
-        text = path.read_text(encoding="utf-8")
-        nb = nbformat.reads(text, as_version=4)
-        body = "\n".join(cell.source for cell in nb.cells)
-        for word in FORBIDDEN:
-            if word in body:
-                problems.append(f"{path.name}: contains {word!r}")
-        released_lines = {line.strip() for line in body.splitlines()}
-        leaked = sorted(solution_lines & released_lines)
+            if word in text or word in body:
+                problems.append(f"{name}: contains {word!r}")
+        leaked = sorted(solution & {line.strip() for line in body.splitlines()})
         for line in leaked[:5]:
-            problems.append(f"{path.name}: solution code leaked: {line!r}")
+            problems.append(f"{name}: solution code leaked: {line!r}")
     return problems
 
 
-def _solution_lines(source: Path) -> set[str]:
+def solution_lines(source: Path) -> set[str]:
     """Distinctive lines of solution code (inside solution blocks) in the source notebooks.
 
     Short lines (``return x``) and comments are left out: they are too generic to count.

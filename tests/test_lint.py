@@ -36,7 +36,13 @@ LAYERS = [
     ["autograder.grading.*"],
     ["autograder.render.*"],
     ["autograder.feedback", "autograder.report", "autograder.lab"],
-    ["autograder.grade", "autograder.release", "autograder.export", "autograder.cluster"],
+    [
+        "autograder.grade",
+        "autograder.release",
+        "autograder.export",
+        "autograder.cluster",
+        "autograder.handout.*",
+    ],
     ["autograder.demo"],
     ["autograder.cli"],
     ["autograder.entry", "autograder.__main__"],
@@ -58,6 +64,7 @@ LAZY_IMPORTS = {
     ("autograder.cli", "autograder.feedback"),
     ("autograder.cli", "autograder.report"),
     ("autograder.cli", "autograder.demo"),
+    ("autograder.cli", "autograder.handout.kit"),
     ("autograder.cli", "autograder.render.terminal"),
     ("autograder.cli", "autograder.grading.record"),
     # nbgrader and traitlets only where a course is opened: UsageError and find_course

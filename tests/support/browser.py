@@ -210,22 +210,41 @@ def start_lab_server(
         f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
         *(extra_args or []),
     ]
+    return serve(
+        lambda port, token, **popen: start_lab(
+            course=course,
+            root=root if root is not None else course,
+            port=port,
+            token=token,
+            open_browser=False,
+            extra_args=extra_args,
+            env=env,
+            python=python,
+            **popen,
+        ),
+        workdir,
+        while_starting=while_starting,
+    )
+
+
+def serve(
+    start: Callable[..., subprocess.Popen],
+    workdir: Path,
+    *,
+    while_starting: Callable[[], object] | None = None,
+) -> LabServer:
+    """Start a JupyterLab on a free loopback port with a token, and wait until it answers.
+
+    ``start(port, token, **popen)`` starts it, passing ``popen`` (its log in ``workdir``,
+    a session of its own) to `subprocess.Popen`.  ``while_starting`` runs while the
+    server boots.  One retry if the first start fails (a port taken in between, say).
+    """
     for attempt in (1, 2):
         port, token = free_port(), secrets.token_hex(16)
         log_path = workdir / f"jupyterlab-{attempt}.log"
         with open(log_path, "w") as log:
-            process = start_lab(
-                course=course,
-                root=root if root is not None else course,
-                port=port,
-                token=token,
-                open_browser=False,
-                extra_args=extra_args,
-                env=env,
-                python=python,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            process = start(
+                port, token, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
         server = LabServer(process, port, token, log_path)
         if while_starting is not None:

@@ -38,6 +38,7 @@ GRADED_LESSONS = "graded lessons"
 LONGEST_FIRST = (
     GRADED_LESSONS,
     "tests/test_browser.py",
+    "tests/test_handout_browser.py",
     "tests/test_grade.py",
     "tests/test_tamper.py",
     "tests/test_sandbox.py",
