@@ -24,6 +24,7 @@ import operator
 from collections.abc import Mapping
 from typing import Any
 
+from . import roofline
 from .analysis import expected_tokens
 from .roofline import flops_per_token, kv_cache_bytes, weight_bytes
 
@@ -35,13 +36,8 @@ __all__ = [
     "cached_step_time",
     "cached_break_even_batch",
     "max_batch_in_memory",
-    "MEMORY_BYTES",
     "adaptive_k",
 ]
-
-#: Memory of the lesson's accelerators, bytes: NVIDIA's A100 80 GB (SXM) and H100 SXM
-#: datasheets both give 80 GB of HBM.  Keyed by the ``name`` of the hardware mapping.
-MEMORY_BYTES = {"A100 SXM 80 GB": 80e9, "H100 SXM": 80e9}
 
 
 def _positive_int(value: Any, name: str) -> int:
@@ -381,7 +377,7 @@ def max_batch_in_memory(model: Mapping[str, Any], hardware: Mapping[str, Any], s
     .. math:: B_{max} = \\left\\lfloor \\frac{M - W}{L\\,s} \\right\\rfloor
 
     Activations and the allocator's overhead are left out, so real servers fit a
-    little fewer.
+    little fewer.  The count is lesson E7.1's :func:`~specdec_reference.roofline.max_batch`.
 
     Examples
     --------
@@ -390,11 +386,7 @@ def max_batch_in_memory(model: Mapping[str, Any], hardware: Mapping[str, Any], s
     >>> max_batch_in_memory(LLAMA2_7B, gpu, 2048), max_batch_in_memory(LLAMA2_7B, gpu, 32768)
     (61, 3)
     """
-    seq_len = _positive_int(seq_len, "seq_len")
-    room = float(hardware["memory"]) - weight_bytes(model["params"], model["bytes_per_param"])
-    if room <= 0:
-        return 0
-    return int(room // _cache_bytes(model, seq_len, 1))
+    return roofline.max_batch(model, hardware, seq_len)
 
 
 def adaptive_k(k: int, accepted: int, k_min: int = 1, k_max: int = 64) -> int:

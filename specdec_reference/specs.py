@@ -22,6 +22,7 @@ __all__ = [
     "RTX_4090",
     "APPLE_M2",
     "HARDWARE",
+    "MEMORY_BYTES",
     "LLAMA2_7B",
     "LLAMA2_70B",
     "MODELS",
@@ -35,27 +36,32 @@ def _frozen(**fields: Any) -> Mapping[str, Any]:
 
 #: NVIDIA A100 Tensor Core GPU datasheet (nvidia-a100-datasheet-us-nvidia-1758950-r4):
 #: "A100 80GB SXM", GPU memory bandwidth 2,039 GB/s; BFLOAT16 and FP16 Tensor Core
-#: 312 TFLOPS (624 TFLOPS "with sparsity").
-A100_SXM_80GB = _frozen(name="A100 SXM 80 GB", bandwidth=2.039e12, peak_flops=312e12)
+#: 312 TFLOPS (624 TFLOPS "with sparsity"); GPU memory 80GB.
+A100_SXM_80GB = _frozen(name="A100 SXM 80 GB", bandwidth=2.039e12, peak_flops=312e12, memory=80e9)
 
 #: NVIDIA H100 Tensor Core GPU datasheet, H100 SXM: GPU memory bandwidth 3.35 TB/s;
 #: BFLOAT16 and FP16 Tensor Core 1,979 TFLOPS, printed "with sparsity" (the dense
-#: figure is half of it: 989.5; the Hopper whitepaper's table gives 989.4).
-H100_SXM = _frozen(name="H100 SXM", bandwidth=3.35e12, peak_flops=989.5e12)
+#: figure is half of it: 989.5; the Hopper whitepaper's table gives 989.4); GPU memory
+#: 80GB.
+H100_SXM = _frozen(name="H100 SXM", bandwidth=3.35e12, peak_flops=989.5e12, memory=80e9)
 
 #: NVIDIA Ada GPU Architecture whitepaper, Appendix A, GeForce RTX 4090: memory
 #: bandwidth 1008 GB/sec; Peak FP16 (and BF16) Tensor TFLOPS with FP32 Accumulate
-#: 165.2 dense (330.4 with sparsity).
-RTX_4090 = _frozen(name="GeForce RTX 4090", bandwidth=1008e9, peak_flops=165.2e12)
+#: 165.2 dense (330.4 with sparsity); 24 GB of memory.
+RTX_4090 = _frozen(name="GeForce RTX 4090", bandwidth=1008e9, peak_flops=165.2e12, memory=24e9)
 
 #: Apple M2 (MacBook Air, 2022), Apple newsroom, 6 June 2022: 100GB/s of unified
 #: memory bandwidth.  Apple publishes no FLOP/s figure for the M2's CPU: the 1
 #: TFLOP/s here is an assumed round number for 16-bit arithmetic on its eight
-#: cores, not a vendor figure (the lesson says so where it uses it).
-APPLE_M2 = _frozen(name="Apple M2 CPU (laptop)", bandwidth=100e9, peak_flops=1e12)
+#: cores, not a vendor figure (the lesson says so where it uses it).  Memory: the largest
+#: configuration, 24GB of unified memory (the same announcement).
+APPLE_M2 = _frozen(name="Apple M2 CPU (laptop)", bandwidth=100e9, peak_flops=1e12, memory=24e9)
 
 #: The lesson's hardware table, in the order it is printed.
 HARDWARE = (A100_SXM_80GB, H100_SXM, RTX_4090, APPLE_M2)
+
+#: Memory capacity by hardware name, in bytes (decimal GB, as the datasheets print it).
+MEMORY_BYTES = MappingProxyType({spec["name"]: spec["memory"] for spec in HARDWARE})
 
 #: Llama-2-7B, Meta's published config.json (meta-llama/Llama-2-7b-hf): hidden_size
 #: 4096, intermediate_size 11008, num_hidden_layers 32, num_attention_heads 32,

@@ -660,7 +660,7 @@ def test_the_notebook_roofline_tables_are_the_reference_specs():
     from specdec_reference import specs
 
     ns = LESSON.run(only=set()).namespace
-    from specdec_reference.serving import MEMORY_BYTES
+    from specdec_reference.specs import MEMORY_BYTES
 
     for mine, ref in (
         (ns["A100"], dict(specs.A100_SXM_80GB, memory=MEMORY_BYTES[specs.A100_SXM_80GB["name"]])),

@@ -30,12 +30,11 @@ from specdec_reference import (
     walltime_improvement,
 )
 from specdec_reference.serving import (
-    MEMORY_BYTES,
     cached_break_even_batch,
     cached_step_time,
     max_batch_in_memory,
 )
-from specdec_reference.specs import A100_SXM_80GB, H100_SXM, LLAMA2_7B, LLAMA2_70B
+from specdec_reference.specs import A100_SXM_80GB, H100_SXM, LLAMA2_7B, LLAMA2_70B, MEMORY_BYTES
 from specdec_reference.testing import e7_4, e7_6
 
 # ---------------------------------------------------------------------------

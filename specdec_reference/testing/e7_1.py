@@ -535,16 +535,8 @@ def check_verify_cost_ratio(
 # max_batch
 # ---------------------------------------------------------------------------
 
-#: Memory capacity of the lesson's hardware, in bytes (decimal GB, as printed): the
-#: A100 and H100 datasheets' 80GB, the Ada whitepaper's 24 GB for the RTX 4090, and the
-#: MacBook Air M2's largest configuration, 24GB of unified memory (Apple newsroom, 6 June
-#: 2022).
-MEMORY_BYTES = {
-    specs.A100_SXM_80GB["name"]: 80e9,
-    specs.H100_SXM["name"]: 80e9,
-    specs.RTX_4090["name"]: 24e9,
-    specs.APPLE_M2["name"]: 24e9,
-}
+#: Memory capacity of the lesson's hardware, in bytes (one table: ``specs``).
+MEMORY_BYTES = specs.MEMORY_BYTES
 
 
 def capacity_dict(spec: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import analysis, roofline, serving
+from ... import analysis, roofline, serving, specs
 from ..calls import call_or_fail
 from ..compare import check_close, check_equal
 from ..convert import as_bool, as_int
@@ -239,7 +239,7 @@ def should_cases(seed: int, count: int) -> list[tuple]:
 
 def with_memory(hardware: Mapping[str, Any]) -> dict[str, Any]:
     """The lesson's hardware mapping with its ``memory`` in bytes (80 GB for both GPUs)."""
-    return dict(hardware, memory=serving.MEMORY_BYTES[hardware["name"]])
+    return dict(hardware, memory=specs.MEMORY_BYTES[hardware["name"]])
 
 
 def _cache(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
