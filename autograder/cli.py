@@ -290,6 +290,8 @@ def _export(args: argparse.Namespace) -> int:
     print(f"wrote {done.path} ({done.students} student(s), for {done.to})")
     for line in done.skipped:
         print(f"not in the file: {line}")
+    for line in done.waiting:
+        print(f"waits for grading by hand: {line}")
     return 0
 
 

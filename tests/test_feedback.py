@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from support.gradebook import record_results
 
 from autograder.course import UsageError
 from autograder.feedback import feedback
@@ -248,8 +251,18 @@ RESULTS = {
 
 
 def make_course(root: Path) -> Path:
-    """Write the course, its release, the submissions and the grader's results under ``root``."""
-    course = root / "course"
+    """Write the course, its release, the submissions and the grader's results under ``root``,
+    the results recorded in the course's gradebook (a copy of one course built once)."""
+    global _PRISTINE
+    if _PRISTINE is None:
+        _PRISTINE = _build_course(Path(tempfile.mkdtemp(prefix="feedback-course-")) / "course")
+    return Path(shutil.copytree(_PRISTINE, root / "course", symlinks=True))
+
+
+_PRISTINE: Path | None = None
+
+
+def _build_course(course: Path) -> Path:
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
     (course / "release" / ASSIGNMENT).mkdir(parents=True)
     (course / "nbgrader_config.py").write_text("c = get_config()\n")
@@ -287,10 +300,8 @@ def make_course(root: Path) -> Path:
     autograded.mkdir(parents=True)
     nbformat.write(submitted["alice"], autograded / f"{NOTEBOOK}.ipynb")
 
-    results = course / "reports" / ASSIGNMENT / "results"
-    results.mkdir(parents=True)
-    for student, result in RESULTS.items():
-        (results / f"{student}.json").write_text(json.dumps(result, indent=1))
+    results = {s: SubmissionResult.from_dict(r) for s, r in RESULTS.items()}
+    record_results(course, ASSIGNMENT, NOTEBOOK, results)
     return course
 
 
