@@ -243,7 +243,9 @@ def _release(args: argparse.Namespace) -> int:
         checks = ""
         for nb, (score, total) in r.source_scores.items():
             blank = r.release_scores.get(nb, (0, total))[0]
-            checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
+            checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g}"
+            hand = r.by_hand.get(nb, 0)
+            checks += f"; {hand:g} more graded by hand, not checked)" if hand else ")"
         for path in r.notebooks:
             print(f"released {path.relative_to(find_course(args.course))}{checks}")
     return 0
