@@ -7,7 +7,6 @@ hidden test), an invalid submission with no notebook, and the grader's results J
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile

@@ -1,4 +1,4 @@
-"""A course's gradebook filled without a kernel, and a grader's review written as the formgrader does.
+"""A gradebook filled without a kernel, and a grader's review written as the formgrader does.
 
 :func:`record_results` registers an assignment's graded and solution cells from its source
 notebook (as ``nbgrader generate_assignment`` does) and records results written by hand
