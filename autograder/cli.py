@@ -210,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RecordError as exc:
+        if args.command != "grade":  # a verb that only reads the gradebook: nothing to finish
+            print(f"error: {exc}; nothing was written, run the same command again", file=sys.stderr)
+            return 3
         print(
             f"error: grading stopped: {exc}\nEverything recorded so far is kept (results/); "
             "run the same command again to finish the batch.",
@@ -293,7 +296,7 @@ def _export(args: argparse.Namespace) -> int:
     for line in done.skipped:
         print(f"not in the file: {line}")
     for line in done.waiting:
-        print(f"waits for grading by hand: {line}")
+        print(f"waiting for grading by hand: {line}")
     return 0
 
 

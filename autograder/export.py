@@ -100,7 +100,7 @@ def _waiting(row: SubmissionResult) -> str:
     """``student: the cells that wait; what the file holds for them``."""
     cells = ", ".join(f"{c.grade_id} ({gradesheets.number(c.max_score)} pt)" for c in row.waiting)
     total = f"{gradesheets.number(row.score)} / {gradesheets.number(row.max_score)}"
-    return f"{row.student}: {cells} wait for grading by hand; wrote {total}, the score so far"
+    return f"{row.student}: {cells}; wrote {total}, the score so far"
 
 
 def _canvas_title(header: list[str], assignment: str) -> str:

@@ -103,7 +103,7 @@ def test_a_review_in_the_formgrader_reaches_export_grades_report_and_feedback(
 
     # export names ann, whose written answer still waits, and says what it wrote for her.
     out = cli(course, "export", "mini", "--to", "csv")
-    assert "waits for grading by hand: ann: why (2 pt) wait for grading by hand; wrote 4 / 6" in out
+    assert "waiting for grading by hand: ann: why (2 pt); wrote 4 / 6, the score so far" in out
     with open(course / "reports/mini/csv-grades.csv", newline="", encoding="utf-8") as fh:
         exported = {r["student"]: r for r in csv.DictReader(fh)}
     assert (exported["ben"]["score"], exported["ben"]["review"]) == ("5.5", "reviewed")

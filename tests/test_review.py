@@ -116,7 +116,7 @@ def test_a_review_is_kept_by_reruns_and_sent_back_for_review_by_new_work(review_
     ]
     exported = export("mini", to="csv", course=course)
     assert [w.split(":")[0] for w in exported.waiting] == ["ann", "ben"]
-    assert "why (2 pt) wait for grading by hand; wrote 4 / 6" in exported.waiting[0]
+    assert exported.waiting[0] == "ann: why (2 pt); wrote 4 / 6, the score so far"
 
     # The review: ben's failed hidden test overridden to full marks, both answers scored.
     review(
