@@ -590,3 +590,28 @@ def test_a_runs_second_process_writes_the_same_pages(course: Path, pages: dict[s
         writer.write(sorted(pages))
     written = (course / "feedback").glob(f"*/{ASSIGNMENT}/*.html")
     assert {p.parts[-3]: p.read_text(encoding="utf-8") for p in written} == pages
+
+
+def test_a_page_says_what_waits_for_a_grader_and_the_late_penalty():
+    """A written answer waiting for a grader, a late penalty: the page says both."""
+    from dataclasses import replace
+
+    from autograder.grading.results import CellResult, CellStatus
+
+    release = instructor_notebook(release=True)
+    why = next(c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why")
+    why.metadata["nbgrader"].update(grade=True, points=1)
+    result = SubmissionResult.from_dict(RESULTS["alice"])
+    waiting = CellResult("why", 0.0, 1.0, CellStatus.BY_HAND, waiting=True)
+    result = replace(result, cells=[*result.cells, waiting], score=1.5, max_score=5.0)
+    result.late_penalty = 0.5
+
+    text = text_of(
+        render_feedback(
+            result, submitted_nb=submission({"why": "Because p <> q."}), release_nb=release
+        )
+    )
+    assert "1.5 / 5 points" in text and "Late penalty: −0.5 points (included in the score)" in text
+    assert "1 point(s) wait for your instructor to grade them by hand" in text
+    assert "why … Waiting for grading 0 / 1" in text
+    assert "Total 2 / 5" in text  # the cells' own scores; the penalty comes off the total
