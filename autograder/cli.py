@@ -229,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except RecordError as exc:
+        if args.command != "grade":  # a verb that only reads the gradebook: nothing to finish
+            print(f"error: {exc}; nothing was written, run the same command again", file=sys.stderr)
+            return 3
         print(
             f"error: grading stopped: {exc}\nEverything recorded so far is kept (results/); "
             "run the same command again to finish the batch.",
@@ -262,7 +265,9 @@ def _release(args: argparse.Namespace) -> int:
         checks = ""
         for nb, (score, total) in r.source_scores.items():
             blank = r.release_scores.get(nb, (0, total))[0]
-            checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g})"
+            checks += f" (source {score:g}/{total:g}, blank release {blank:g}/{total:g}"
+            hand = r.by_hand.get(nb, 0)
+            checks += f"; {hand:g} more graded by hand, not checked)" if hand else ")"
         for path in r.notebooks:
             print(f"released {path.relative_to(find_course(args.course))}{checks}")
     return 0
@@ -309,6 +314,8 @@ def _export(args: argparse.Namespace) -> int:
     print(f"wrote {done.path} ({done.students} student(s), for {done.to})")
     for line in done.skipped:
         print(f"not in the file: {line}")
+    for line in done.waiting:
+        print(f"waiting for grading by hand: {line}")
     return 0
 
 

@@ -100,7 +100,7 @@ def gradebook(url: str, config: Config) -> Gradebook:
     from nbgrader.api import Gradebook
 
     read_schema_version_here()
-    return Gradebook(url, config.CourseDirectory.course_id)
+    return Gradebook(url, str(config.CourseDirectory.get("course_id", "")))
 
 
 def assignments(course: Path) -> list[str]:

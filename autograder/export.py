@@ -1,11 +1,13 @@
 """``specdec-course export``: write an assignment's grades in a file the LMS imports.
 
-Reads the results ``grade`` recorded (``reports/<assignment>/results/``, names and LMS
-ids included) and writes them as one sheet (:mod:`autograder.render.gradesheets`):
+Reads the grades from nbgrader's gradebook (a grader's manual score wins), with what
+``grade`` recorded of each student (``reports/<assignment>/results/``: status, names and
+LMS ids), and writes them as one sheet (:mod:`autograder.render.gradesheets`):
 ``--to canvas|moodle|blackboard|csv``.  With ``--roster`` (the instructor's own
 download from that LMS) the sheet is that file with this assignment's column filled
 in.  The output is written to a temporary file and renamed; the roster is never
-written to.
+written to.  A student whose grade still waits for grading by hand is written with the
+score so far, and :attr:`ExportResult.waiting` names them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from autograder.course import UsageError, find_course
 from autograder.files import write_atomic
+from autograder.grading.results import SubmissionResult
 from autograder.intake.roster import read_roster
 from autograder.render import gradesheets
 from autograder.render.page import load_results
@@ -32,6 +35,8 @@ class ExportResult:
     to: str
     students: int  #: student rows filled in
     skipped: list[str] = field(default_factory=list)  #: students left out, with why
+    #: students whose grade waits for grading by hand, with the cells and what was written
+    waiting: list[str] = field(default_factory=list)
 
 
 def export(
@@ -86,7 +91,16 @@ def export(
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     write_atomic(target, sheet.text().encode(sheet.encoding))
-    return ExportResult(target, to, len(rows) - len(sheet.skipped), sheet.skipped)
+    left_out = {line.split(" ", 1)[0] for line in sheet.skipped}
+    waiting = [_waiting(r) for r in rows if r.waiting and r.student not in left_out]
+    return ExportResult(target, to, len(rows) - len(sheet.skipped), sheet.skipped, waiting)
+
+
+def _waiting(row: SubmissionResult) -> str:
+    """``student: the cells that wait; what the file holds for them``."""
+    cells = ", ".join(f"{c.grade_id} ({gradesheets.number(c.max_score)} pt)" for c in row.waiting)
+    total = f"{gradesheets.number(row.score)} / {gradesheets.number(row.max_score)}"
+    return f"{row.student}: {cells}; wrote {total}, the score so far"
 
 
 def _canvas_title(header: list[str], assignment: str) -> str:

@@ -15,7 +15,9 @@
    result, as it arrives, gets its key and who the student is, and is staged
    (``autograded/``, ``results/<student>.json`` pending); the staged results go into the
    gradebook a batch per commit, and then each gets its feedback page;
-6. ``_finish``: ``grades.csv``, ``cells.csv`` and the run's summary.
+6. ``_finish``: every result with its scores read back from the gradebook (a grader's
+   manual scores win, :mod:`autograder.grading.gradebook_grades`), ``grades.csv``,
+   ``cells.csv`` and the run's summary.
 
 A run that is killed midway loses nothing: running it again grades only what is
 missing.  When the course cannot be written (its gradebook stays locked, its disk is
@@ -41,6 +43,7 @@ from traitlets.config import Config
 from autograder import sandbox as sandboxing
 from autograder.course import UsageError, db_url, find_course, load_config, notebooks
 from autograder.grading import forkserver
+from autograder.grading.gradebook_grades import final_results
 from autograder.grading.job import Job, grade_job
 from autograder.grading.plan import Action, Decision, Plan, plan
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
@@ -179,7 +182,7 @@ def grade(
                 committed = recorder.record(graded[done.student], result)
                 _report(progress, committed, recorded, len(graded), engine)
             _report(progress, recorder.commit(), recorded, len(graded), engine)
-    return _finish(out)
+    return _finish(out, config, gradebook_wait, notify)
 
 
 def open_assignment(course: Path | str | None, assignment: str) -> tuple[Path, Config, str]:
@@ -413,6 +416,8 @@ class _Recorder:
             self.committed_at = time.monotonic()
         new, pages = [], []
         for decision, result in batch:
+            if result.review:
+                self.out.to_review[decision.student] = list(result.review)
             if decision.action is Action.KEEP:
                 self._reused(decision)
                 continue
@@ -437,9 +442,15 @@ class _Recorder:
             self.unpaged.append(kept.student)
 
 
-def _finish(out: GradeResult) -> GradeResult:
-    """``out`` with every result recorded so far, and ``grades.csv`` and ``cells.csv``."""
-    out.results = load_results(out.results_dir)
+def _finish(
+    out: GradeResult, config: Config, wait: float, notify: Callable[[str], None]
+) -> GradeResult:
+    """``out`` with every result recorded so far, its scores the gradebook's, and
+    ``grades.csv`` and ``cells.csv``."""
+    recorded = load_results(out.results_dir)
+    out.results = final_results(
+        out.course, out.assignment, recorded, config=config, wait=wait, notify=notify
+    )
     with stop_when_disk_full():
         write_csvs(out.reports, out.results)
     return out

@@ -7,7 +7,10 @@ folder, checked, and only then copied to ``release/<assignment>/``.  It is refus
 * anything leaks: solution or hidden-test markers, ``specdec_reference``, or a line of
   solution code, in a notebook or any text file beside it (Python files are refused);
 * the source notebook does not autograde to full marks;
-* the release notebook does not autograde to zero on every graded cell.
+* the release notebook does not autograde to zero on every autograded cell.
+
+A written answer (nbgrader's "manually graded answer") is neither: only a person scores
+it, so the self-check leaves it out and says how many points it left to the graders.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from autograder.grading.template import (
     build_template,
     mark_synced,
     source_hash,
+    template_by_hand_cells,
     template_test_cells,
 )
 from autograder.sandbox import sandbox_problem
@@ -67,6 +71,8 @@ class ReleaseReport:
     notebooks: list[Path] = field(default_factory=list)
     source_scores: dict[str, tuple[float, float]] = field(default_factory=dict)
     release_scores: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: points graded by hand (written answers), by notebook: the self-check scores none
+    by_hand: dict[str, float] = field(default_factory=dict)
 
 
 def release(
@@ -296,6 +302,9 @@ def _check_problems(
     score = sum(c.score for c in got.values())
     total = sum(cells.values())
     problems = []
+    report.by_hand[job.notebook] = sum(
+        template_by_hand_cells(template, job.assignment, job.notebook).values()
+    )
     if job.student == "source-solution":
         report.source_scores[job.notebook] = (score, total)
         for gid in cells:

@@ -7,8 +7,9 @@ hidden test), an invalid submission with no notebook, and the grader's results J
 
 from __future__ import annotations
 
-import json
 import re
+import shutil
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from support.gradebook import record_results
 
 from autograder.course import UsageError
 from autograder.feedback import feedback
@@ -248,8 +250,18 @@ RESULTS = {
 
 
 def make_course(root: Path) -> Path:
-    """Write the course, its release, the submissions and the grader's results under ``root``."""
-    course = root / "course"
+    """Write the course, its release, the submissions and the grader's results under ``root``,
+    the results recorded in the course's gradebook (a copy of one course built once)."""
+    global _PRISTINE
+    if _PRISTINE is None:
+        _PRISTINE = _build_course(Path(tempfile.mkdtemp(prefix="feedback-course-")) / "course")
+    return Path(shutil.copytree(_PRISTINE, root / "course", symlinks=True))
+
+
+_PRISTINE: Path | None = None
+
+
+def _build_course(course: Path) -> Path:
     (course / "source" / ASSIGNMENT).mkdir(parents=True)
     (course / "release" / ASSIGNMENT).mkdir(parents=True)
     (course / "nbgrader_config.py").write_text("c = get_config()\n")
@@ -287,10 +299,8 @@ def make_course(root: Path) -> Path:
     autograded.mkdir(parents=True)
     nbformat.write(submitted["alice"], autograded / f"{NOTEBOOK}.ipynb")
 
-    results = course / "reports" / ASSIGNMENT / "results"
-    results.mkdir(parents=True)
-    for student, result in RESULTS.items():
-        (results / f"{student}.json").write_text(json.dumps(result, indent=1))
+    results = {s: SubmissionResult.from_dict(r) for s, r in RESULTS.items()}
+    record_results(course, ASSIGNMENT, NOTEBOOK, results)
     return course
 
 
@@ -580,3 +590,28 @@ def test_a_runs_second_process_writes_the_same_pages(course: Path, pages: dict[s
         writer.write(sorted(pages))
     written = (course / "feedback").glob(f"*/{ASSIGNMENT}/*.html")
     assert {p.parts[-3]: p.read_text(encoding="utf-8") for p in written} == pages
+
+
+def test_a_page_says_what_waits_for_a_grader_and_the_late_penalty():
+    """A written answer waiting for a grader, a late penalty: the page says both."""
+    from dataclasses import replace
+
+    from autograder.grading.results import CellResult, CellStatus
+
+    release = instructor_notebook(release=True)
+    why = next(c for c in release.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why")
+    why.metadata["nbgrader"].update(grade=True, points=1)
+    result = SubmissionResult.from_dict(RESULTS["alice"])
+    waiting = CellResult("why", 0.0, 1.0, CellStatus.BY_HAND, waiting=True)
+    result = replace(result, cells=[*result.cells, waiting], score=1.5, max_score=5.0)
+    result.late_penalty = 0.5
+
+    text = text_of(
+        render_feedback(
+            result, submitted_nb=submission({"why": "Because p <> q."}), release_nb=release
+        )
+    )
+    assert "1.5 / 5 points" in text and "Late penalty: −0.5 points (included in the score)" in text
+    assert "1 point(s) wait for your instructor to grade them by hand" in text
+    assert "why … Waiting for grading 0 / 1" in text
+    assert "Total 2 / 5" in text  # the cells' own scores; the penalty comes off the total

@@ -145,3 +145,37 @@ def test_a_roster_of_another_lms_is_refused(writer):
     roster = parse_roster(moodle_worksheet([(1, "A B", "a@b")]))
     with pytest.raises(ValueError):
         writer(ROWS, "x", roster)
+
+
+def test_the_moodle_comment_and_the_csv_say_how_a_grade_was_reached():
+    """Autograded, reviewed by hand, waiting for a grader, late: the final grades say so."""
+    from autograder.grading.results import CellResult, CellStatus
+
+    def graded(student, *cells, **more):
+        return row(
+            student, sum(c.score for c in cells), "graded", student, cells=list(cells), **more
+        )
+
+    auto = CellResult("test_a", 3.0, 3.0, CellStatus.PASSED)
+    rows = [
+        graded("1", auto),
+        graded("2", CellResult("test_a", 3.0, 3.0, CellStatus.FAILED, manual=True)),
+        graded("3", auto, CellResult("why", 0.0, 2.0, CellStatus.BY_HAND, waiting=True)),
+        graded("4", auto, late_penalty=1.0),
+    ]
+    rows[3].score = 2.0  # nbgrader's score: the cells' sum less the penalty
+    sheet = moodle_sheet(rows, datetime(2026, 3, 1, 12, 0))
+    comments = {line[0]: line[-1] for line in sheet.rows}
+    assert comments == {
+        "Participant 1": "Autograded: 3 / 4.",
+        "Participant 2": "Reviewed by the instructor: 3 / 4.",
+        "Participant 3": "Graded so far: 3 / 4; 2 point(s) wait for grading by hand.",
+        "Participant 4": "Autograded: 2 / 4. Late penalty: 1.",
+    }
+    got = {r["student"]: r for r in csv.DictReader(io.StringIO(csv_sheet(rows).text()))}
+    assert [(got[s]["review"], got[s]["late_penalty"]) for s in "1234"] == [
+        ("", "0"),
+        ("reviewed", "0"),
+        ("waiting: why", "0"),
+        ("", "1"),
+    ]

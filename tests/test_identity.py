@@ -205,6 +205,8 @@ def test_the_gradebook_row_and_the_csv_export_of_a_results_file_are_as_before(tm
             "2026-11-30T23:01:02+00:00",
             "yes",
             "late-ish",
+            "0",  # the late penalty: none in a gradebook-less sheet
+            "",  # no review
         ]
     ]
 

@@ -13,6 +13,8 @@
 * :mod:`~autograder.grading.pool`: jobs on an executor, surviving crashed workers;
 * :mod:`~autograder.grading.record`: results into the course (gradebook, JSON, CSVs);
 * :mod:`~autograder.grading.gradebook_rows`: one result's rows in nbgrader's gradebook;
+* :mod:`~autograder.grading.gradebook_grades`: the grades read back from the gradebook,
+  a grader's review included: the one source of every score that leaves the tool;
 * :mod:`~autograder.grading.students`: who each student is and when they submitted;
 * :mod:`~autograder.grading.forkserver`: the local pool's forkserver, and what it imports;
 * :mod:`~autograder.grading.cluster_pool`: jobs on a Dask cluster, behind the same

@@ -8,7 +8,10 @@ result).  The rows are the ones nbgrader's own
 row per grade and task cell, a comment row per solution and task cell), with the
 autograded scores in its grade rows.  It is written as one ``INSERT`` per table rather
 than object by object, because a class records thousands of them; a submission the
-gradebook already holds is updated through nbgrader's objects.
+gradebook already holds is updated through nbgrader's objects, as nbgrader's
+``autograde`` updates it: a grader's manual scores and comments are never touched, and
+when the notebook is new work (:attr:`~autograder.grading.results.SubmissionResult.new_work`)
+every cell a grader scored waits for review again (``needs_manual_grade``).
 
 What the gradebook already holds of a batch's students (their ``Student`` rows, which
 of them have a submission) is read once for the batch (:class:`Held`), and the batch's
@@ -180,7 +183,7 @@ def write_scores(
         assert submission is not None
         if when is not None:
             submission.timestamp = when
-        _update_scores(gb, notebook, assignment, student, scores)
+        result.review = _update_scores(gb, notebook, assignment, student, scores, result.new_work)
     gb.db.commit()
     late = assign_late_penalty(gb, config, notebook, result)
     if result.late is None:
@@ -234,20 +237,39 @@ def _grade_row(notebook_id: str, cell_id: str, score: float | None) -> dict:
 
 
 def _update_scores(
-    gb: Gradebook, notebook: str, assignment: str, student: str, scores: dict[str, float]
-) -> None:
-    """Put ``scores`` in the grade rows of a submission the gradebook already holds."""
+    gb: Gradebook,
+    notebook: str,
+    assignment: str,
+    student: str,
+    scores: dict[str, float],
+    new_work: bool,
+) -> list[str]:
+    """Put ``scores`` in the grade rows of a submission the gradebook already holds; return
+    the cells whose manual score now waits for review.
+
+    nbgrader's rule (``SaveAutoGrades``): a manual score is kept; a cell with no
+    autograded score needs a manual grade.  A cell a grader scored waits for review again
+    when the notebook is ``new_work``; otherwise its ``needs_manual_grade`` is left as the
+    grader left it.
+    """
     try:
         nb_id = gb.find_submission_notebook(notebook, assignment, student).id
     except MissingEntry:
-        return
+        return []
     # The grades with their cells' names in one query, not one more query per cell.
     named = (
         gb.db.query(Grade, GradeCell.name)
         .join(GradeCell, Grade.cell_id == GradeCell.id)
         .filter(Grade.notebook_id == nb_id)
     )
+    review = []
     for grade, name in named:
         if name in scores:
             grade.auto_score = scores[name]
-            grade.needs_manual_grade = False
+        if grade.manual_score is not None:
+            if new_work:
+                review.append(name)
+            grade.needs_manual_grade = grade.needs_manual_grade or new_work
+        else:
+            grade.needs_manual_grade = grade.auto_score is None
+    return sorted(review)

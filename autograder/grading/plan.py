@@ -57,7 +57,9 @@ class Decision:
 
     def recorded(self, graded: SubmissionResult | None = None) -> SubmissionResult:
         """The result to record: the kept one, or ``graded`` (the worker's; ``RECORD``: this
-        decision's) with this run's key, who the student is and the submission's flags first.
+        decision's) with this run's key, who the student is and the submission's flags first,
+        marked ``new_work`` unless the earlier result was graded from the same notebook (and
+        is in the gradebook).
 
         Neither ``graded`` nor this decision's result is changed.
         """
@@ -67,7 +69,19 @@ class Decision:
         fresh = graded if graded is not None else self.result
         assert fresh is not None, "a graded decision is recorded with the worker's result"
         flags = [*self.sub.flags, *fresh.flags]
-        return identified(replace(fresh, key=self.key, flags=flags), self.sub)
+        earlier = self.earlier
+        same = (
+            earlier is not None
+            and not earlier.new_work
+            and _notebook(earlier.key) == _notebook(self.key)
+        )
+        result = replace(fresh, key=self.key, flags=flags, new_work=not same)
+        return identified(result, self.sub)
+
+
+def _notebook(key: str) -> str:
+    """The hash of the notebook a result's key says it was graded from."""
+    return key.split(":", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import TypeVar
 
 from nbgrader.api import Gradebook
 from sqlalchemy.exc import SAWarning
@@ -52,6 +53,8 @@ GRADEBOOK_WAIT = 120.0
 #: seconds have passed since its last commit, whichever comes first (and at its end).
 BATCH_SIZE = 200
 BATCH_SECONDS = 0.5
+
+T = TypeVar("T")
 
 
 class RecordError(Exception):
@@ -134,6 +137,7 @@ def commit(
     with stop_when_disk_full():
         _write_gradebook(course, config, notebook, results, gradebook_wait, notify, books)
         for result in results:
+            result.new_work = False  # the gradebook has it: a rerecord is not new work
             write_atomic(results_dir / f"{result.student}.json", result.to_json())
 
 
@@ -222,23 +226,41 @@ def _write_gradebook(
 ) -> None:
     """Write the scores in one transaction, retrying with a growing pause while the
     gradebook is locked."""
-    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
     if books is None:
         with OpenGradebook(db_url(course, config), config) as own:
             return _write_gradebook(course, config, notebook, results, wait, notify, own)
+
+    def write() -> None:
+        with books.transaction() as gb:
+            write_batch(gb, config, notebook, results)
+
+    while_locked(write, books, wait, notify, "write")
+    for result in results:
+        result.in_gradebook = True
+
+
+def while_locked(
+    action: Callable[[], T],
+    books: OpenGradebook,
+    wait: float,
+    notify: Callable[[str], None],
+    verb: str = "read",
+) -> T:
+    """``action()``, run again with a growing pause while another program keeps the
+    gradebook locked, for at most ``wait`` seconds; then :class:`RecordError`.
+
+    After any error the gradebook is discarded, so that each attempt opens it anew.
+    """
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session warnings
     url = books.url
     started, pause = time.monotonic(), 0.5
     while True:
         try:
-            with books.transaction() as gb:
-                write_batch(gb, config, notebook, results)
-            for result in results:
-                result.in_gradebook = True
-            return
+            return action()
         except Exception as exc:
             books.discard()
             if is_disk_full(exc):
-                raise RecordError(f"the disk is full: cannot write the gradebook {url}") from exc
+                raise RecordError(f"the disk is full: cannot {verb} the gradebook {url}") from exc
             if not _locked(exc):
                 raise
             waited = time.monotonic() - started
@@ -279,8 +301,17 @@ def load_results(results_dir: Path) -> dict[str, SubmissionResult]:
     return {r.student: r for r in found if r is not None}
 
 
+#: What cells.csv's ``flags`` say of a cell a grader scored, and of one that waits for one.
+SCORED_BY_HAND = "scored by hand"
+WAITS_FOR_REVIEW = "waits for grading by hand"
+
+
 def write_csvs(reports: Path, results: dict[str, SubmissionResult]) -> None:
-    """Write grades.csv and cells.csv for every student graded so far (each whole or not)."""
+    """Write grades.csv and cells.csv for every student graded so far (each whole or not).
+
+    ``results`` are the final grades (read over the gradebook): a cell a grader scored,
+    or one that waits for a grader, says so among its flags.
+    """
     reports.mkdir(parents=True, exist_ok=True)
     students = sorted(results)
     grades = [["student", "score", "max_score", "status"]]
@@ -289,7 +320,8 @@ def write_csvs(reports: Path, results: dict[str, SubmissionResult]) -> None:
         r = results[s]
         grades.append([s, _num(r.score), _num(r.max_score), r.status.value])
         for c in r.cells:
-            flags = "; ".join([*r.flags, *c.flags])
+            review = [SCORED_BY_HAND] * c.manual + [WAITS_FOR_REVIEW] * c.waiting
+            flags = "; ".join([*r.flags, *c.flags, *review])
             cells.append([s, c.grade_id, _num(c.score), _num(c.max_score), c.status.value, flags])
     for name, rows in (("grades.csv", grades), ("cells.csv", cells)):
         text = io.StringIO(newline="")

@@ -1,11 +1,17 @@
 """What grading one submission produced: typed results, with the one list of statuses.
 
-:class:`SubmissionResult` and :class:`CellResult` are what a worker returns, what the
-parent records, and what the feedback pages, the report and the CSVs read.  The JSON
-file ``reports/<assignment>/results/<student>.json`` is their serialisation
-(:meth:`SubmissionResult.to_json`), version :data:`SCHEMA`: the student's
-:class:`~autograder.intake.records.Identity` is written as top-level fields, and a file
-without ``"schema"`` is read as this version (as the grader wrote it before the field).
+:class:`SubmissionResult` and :class:`CellResult` are what a worker returns and what the
+parent records.  The JSON file ``reports/<assignment>/results/<student>.json`` is their
+serialisation (:meth:`SubmissionResult.to_json`), version :data:`SCHEMA`: what only the
+grader knows (each test cell's autograded score, status and message, the flags, the
+student's :class:`~autograder.intake.records.Identity`, written as top-level fields).  A
+file without ``"schema"`` is read as this version (as the grader wrote it before the
+field).
+
+The grades that leave the tool are these results with nbgrader's gradebook read over
+them (:mod:`autograder.grading.gradebook_grades`): the fields marked :data:`GRADEBOOK`
+hold what the gradebook says (a manual score, a cell waiting for review, the
+instructor's comments, the late penalty) and are never written to the JSON.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from autograder.intake.records import Identity
 
 #: The version of the results file this grader writes and reads.
 SCHEMA = 1
+#: The ``metadata`` of a field read from nbgrader's gradebook, never written to the JSON.
+GRADEBOOK = {"gradebook": True}
 
 
 class Status(str, Enum):
@@ -43,6 +51,8 @@ class CellStatus(str, Enum):
     FAILED = "failed"
     TIMEOUT = "timeout"
     MISSING = "missing"  #: the test cell is not in the submitted notebook
+    #: a cell only a person grades (a written answer): its score is the gradebook's
+    BY_HAND = "by-hand"
 
     def __str__(self) -> str:
         return self.value
@@ -68,7 +78,12 @@ NOT_GRADED_PREFIX = "not graded: "
 
 @dataclass(slots=True)
 class CellResult:
-    """One autograded test cell of one submission (slotted: a class's results hold many)."""
+    """One graded cell of one submission (slotted: a class's results hold many).
+
+    As the grader records it, an autograded test cell with its autograded ``score``.  Read
+    over the gradebook, ``score`` is nbgrader's (a manual score wins), and a cell graded
+    only by hand has status ``by-hand``.
+    """
 
     grade_id: str
     score: float
@@ -77,6 +92,10 @@ class CellResult:
     message: str = ""
     flags: list[str] = field(default_factory=list)
     stop: Stop = Stop.NONE
+    #: A grader gave the cell its score by hand (``Grade.manual_score``).
+    manual: bool = field(default=False, metadata=GRADEBOOK)
+    #: The cell waits for a grader (``Grade.needs_manual_grade``).
+    waiting: bool = field(default=False, metadata=GRADEBOOK)
 
     @classmethod
     def not_graded(cls, grade_id: str, max_score: float, reason: str) -> CellResult:
@@ -125,12 +144,33 @@ class SubmissionResult:
     #: Whether the course gradebook has these scores (false: an earlier run could not
     #: write them there; the next run does, without regrading).
     in_gradebook: bool = False
+    #: The notebook differs from the one the student's earlier result was graded from
+    #: (or no earlier result says): a manual score in the gradebook is then for other work,
+    #: and waits for review again.  Cleared once the result is in the gradebook.
+    new_work: bool = False
     #: How the sandboxed kernel started: ``forked`` from the worker's warm parent, or
     #: ``fresh`` (``fresh: <why not forked>``); empty without the sandbox, or when not
     #: recorded.  How a kernel started is not part of the grade (not compared).
     kernel: str = field(default="", compare=False)
     #: The executed notebook (nbformat JSON), carried from the worker; not serialised.
     autograded: str | None = field(default=None, repr=False, compare=False)
+    #: nbgrader's late penalty for the submission: ``score`` is the cells' sum less it.
+    late_penalty: float = field(default=0.0, metadata=GRADEBOOK)
+    #: The comments on the submission's cells (the instructor's, else the grader's), by
+    #: the cell's grade_id.
+    comments: dict[str, str] = field(default_factory=dict, metadata=GRADEBOOK)
+    #: The cells whose manual score this run's new work sent back for review.
+    review: list[str] = field(default_factory=list, metadata=GRADEBOOK, compare=False)
+
+    @property
+    def reviewed(self) -> bool:
+        """A grader scored at least one cell by hand."""
+        return any(c.manual for c in self.cells)
+
+    @property
+    def waiting(self) -> list[CellResult]:
+        """The cells that wait for a grader."""
+        return [c for c in self.cells if c.waiting]
 
     def total(self) -> None:
         """Set ``score`` and ``max_score`` from the cells, and list each flag once."""
@@ -147,13 +187,15 @@ class SubmissionResult:
                 data.update((k, v) for k, v in _plain(value).items() if v is not None)
             elif f.name == "cells":
                 data["cells"] = [_plain(cell) for cell in value]
-            elif f.name != "autograded":
+            elif f.name != "autograded" and not f.metadata.get("gradebook"):
                 data[f.name] = _plain(value)
         for name in ("timestamp", "late"):  # likewise
             if data[name] is None:
                 del data[name]
         if not data["kernel"]:  # written only for a sandboxed kernel
             del data["kernel"]
+        if not data["new_work"]:  # written only while it matters
+            del data["new_work"]
         return data
 
     def to_json(self) -> str:
@@ -182,6 +224,7 @@ class SubmissionResult:
             timestamp=_text(data.get("timestamp")),
             late=None if data.get("late") is None else bool(data["late"]),
             in_gradebook=bool(data.get("in_gradebook", False)),
+            new_work=bool(data.get("new_work", False)),
             kernel=str(data.get("kernel") or ""),
         )
 
@@ -208,6 +251,8 @@ class GradeResult:
     engine: str = "local pool"  #: where the jobs ran: the local pool, a LocalCluster, a scheduler
     #: processes of earlier graders' jobs whose worker was dead, killed when this run started
     swept: int = 0
+    #: students whose manual scores this run sent back for review (new work), with the cells
+    to_review: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def reports(self) -> Path:
@@ -227,7 +272,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(item) for item in value]
     if isinstance(value, (CellResult, Identity)):
-        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in fields(value)
+            if not f.metadata.get("gradebook")
+        }
     return value
 
 

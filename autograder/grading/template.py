@@ -130,6 +130,17 @@ def template_test_cells(template: Path, assignment: str, notebook: str) -> dict[
     }
 
 
+def template_by_hand_cells(template: Path, assignment: str, notebook: str) -> dict[str, float]:
+    """``grade_id -> points`` for every graded cell that is not autograded (a written
+    answer, a task): a grader scores it in the formgrader, the grader never does."""
+    nb = nbformat.read(template / "source" / assignment / f"{notebook}.ipynb", as_version=4)
+    return {
+        nbgrader_meta(cell)["grade_id"]: float(nbgrader_meta(cell).get("points", 0))
+        for cell in nb.cells
+        if nbgrader_meta(cell).get("grade") and not is_test_cell(cell)
+    }
+
+
 def template_imports(template: Path, assignment: str, notebook: str) -> frozenset[str]:
     """The top-level packages that the source notebook's code imports (``numpy`` for
     ``import numpy.random as npr``), wherever in a cell the import is.

@@ -4,7 +4,11 @@ nbgrader's ``generate_feedback`` renders the autograded notebook, whose test cel
 instructor's full source (hidden tests included) and whose outputs hold tracebacks that quote
 it.  This module builds the page from three inputs instead:
 
-* ``reports/<assignment>/results/<student>.json``: scores, statuses and failure messages;
+* the student's grades (:func:`~autograder.render.page.load_results`): every score from
+  nbgrader's gradebook, so a grader's review shows (a cell scored by hand is marked, a
+  written answer waiting for a grader says so, the grader's comment on a cell is shown
+  with the learner's answer, where nbgrader's own feedback shows it), with the statuses
+  and failure messages ``grade`` recorded;
 * the learner's submitted notebook: their own cells (solutions and cells they added);
 * the release notebook: every other cell, test cells included, exactly as learners got them.
 
@@ -56,8 +60,12 @@ CELL_STATUS = MappingProxyType(
         "timeout": ("Timed out", "\u23f1"),
         "missing": ("Missing", "?"),
         "not-run": ("Not run", "\u2013"),
+        "by-hand": ("Graded by hand", "\u270e"),
     }
 )
+#: The badge of a cell a grader scored, and of one that waits for a grader.
+REVIEWED = ("reviewed", "Scored by hand", "\u270e")
+WAITING = ("waiting", "Waiting for grading", "\u2026")
 
 
 _HIDDEN_BLOCK = re.compile(
@@ -144,7 +152,7 @@ def render_feedback(
 
     # The score table: every graded cell of this notebook, in notebook order, then any result
     # that belongs to no release cell (the grader knows a cell the release lacks).
-    # A graded answer cell (graded by hand) is listed only when the results score it.
+    # A graded answer cell (graded by hand) is listed when the gradebook has its grade.
     tests: list[TestRow] = []
     for cell in release_nb.cells:
         meta = nbgrader_meta(cell)
@@ -157,6 +165,7 @@ def render_feedback(
             tests.append(_test_row(gid, cell, cell.max_score))
 
     status = result.status.value
+    waiting = [t for t in tests if t.status == WAITING[0]]
     notice = ""
     if submitted_nb is None:
         notice = (
@@ -170,6 +179,8 @@ def render_feedback(
         "notebook": notebook,
         "score": points(result.score),
         "max_score": points(result.max_score),
+        "late_penalty": points(result.late_penalty) if result.late_penalty > 0 else "",
+        "waiting": points(sum(t.max_score for t in waiting)) if waiting else "",
         "status": status,
         "status_label": SUBMISSION_STATUS[result.status],
         "reason": clip(result.reason, MAX_MESSAGE_CHARS),
@@ -179,7 +190,7 @@ def render_feedback(
         "page_score": points(sum(t.score for t in tests)),
         "page_max": points(sum(t.max_score for t in tests)),
         "multi": bool(elsewhere),
-        "blocks": _blocks(release_nb, submitted_nb, {t.grade_id: t for t in tests})
+        "blocks": _blocks(release_nb, submitted_nb, {t.grade_id: t for t in tests}, result.comments)
         if submitted_nb is not None
         else [],
     }
@@ -200,6 +211,7 @@ class TestRow:
     message: str
     score_text: str = ""
     max_text: str = ""
+    autograder: str = ""  #: the autograder's verdict, on a cell a grader scored since
 
     def __post_init__(self) -> None:
         self.score_text, self.max_text = points(self.score), points(self.max_score)
@@ -213,6 +225,7 @@ class Block:
     html: Markup = field(default_factory=Markup)
     label: str = ""
     test: TestRow | None = None
+    comment: str = ""  #: the grader's comment on the cell (answers only, as in nbgrader)
 
 
 def _test_row(grade_id: str, cell: CellResult | None, points: Any) -> TestRow:
@@ -227,13 +240,24 @@ def _test_row(grade_id: str, cell: CellResult | None, points: Any) -> TestRow:
     label, symbol = CELL_STATUS.get(status, (status.capitalize(), "\u2022"))
     if status == "passed" and 0 < score < max_score:
         label, symbol = "Partial credit", "\u25d0"
-    return TestRow(grade_id, _anchor(grade_id), score, max_score, status, label, symbol, message)
+    verdict = ""
+    if cell is not None and (cell.waiting or cell.manual):
+        if status != "by-hand":
+            verdict = label
+        status, label, symbol = WAITING if cell.waiting else REVIEWED
+    row = TestRow(grade_id, _anchor(grade_id), score, max_score, status, label, symbol, message)
+    row.autograder = verdict
+    return row
 
 
 def _blocks(
-    release_nb: NotebookNode, submitted_nb: NotebookNode, tests: dict[str, TestRow]
+    release_nb: NotebookNode,
+    submitted_nb: NotebookNode,
+    tests: dict[str, TestRow],
+    comments: dict[str, str],
 ) -> list[Block]:
-    """Walk the release notebook, merging in the learner's cells."""
+    """Walk the release notebook, merging in the learner's cells and, at each answer, the
+    grader's comment on it."""
     matches, added = _align(release_nb.cells, submitted_nb.cells)
     blocks = [_added_block(cell) for cell in added.get(-1, [])]
     for index, cell in enumerate(release_nb.cells):
@@ -243,10 +267,12 @@ def _blocks(
         if meta.get("solution"):
             # The learner's answer (with its score when it is graded as an answer).
             mine = matches.get(index)
+            said = clip(comments.get(gid, ""), MAX_MESSAGE_CHARS) if gid else ""
             if mine is None:
-                blocks.append(Block("removed", label=gid or "answer", test=score))
+                blocks.append(Block("removed", label=gid or "answer", test=score, comment=said))
             else:
-                blocks.append(Block("answer", _learner_source(mine), gid or "answer", score))
+                html = _learner_source(mine)
+                blocks.append(Block("answer", html, gid or "answer", score, said))
         elif score is not None:
             # A test cell: the release source (never the submitted or instructor one).
             blocks.append(Block("test", _code(_strip_hidden(cell.source)), gid, score))

@@ -53,6 +53,8 @@ CSV_HEADER = (
     "timestamp",
     "late",
     "flags",
+    "late_penalty",
+    "review",
 )
 _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
 
@@ -160,7 +162,7 @@ def moodle_sheet(
                 number(row.score),
                 number(row.max_score),
                 stamp,
-                _comment(row),
+                feedback_comment(row),
             ]
             for pid, row in sorted(by_id.items(), key=lambda kv: int(kv[0]))
         ]
@@ -177,7 +179,7 @@ def moodle_sheet(
         header,
         by_id,
         lambda line: line[ident].strip().rsplit(" ", 1)[-1],
-        lambda r: {grade: number(r.score), when: stamp, comment: _comment(r)},
+        lambda r: {grade: number(r.score), when: stamp, comment: feedback_comment(r)},
     )
     skipped += [f"{by_id[p].student} (Participant {p} is not in the worksheet)" for p in absent]
     return Sheet(header, table, skipped, roster.delimiter, roster.encoding)
@@ -216,8 +218,16 @@ def _blackboard_title(cell: str) -> str:
     return cell.strip().split(" [", 1)[0].split("|")[0].strip()
 
 
+def review(row: SubmissionResult) -> str:
+    """Where a grade stands with the grader: ``waiting: <cells>``, ``reviewed``, or empty."""
+    if row.waiting:
+        return "waiting: " + " ".join(c.grade_id for c in row.waiting)
+    return "reviewed" if row.reviewed else ""
+
+
 def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
-    """Every student the grader knows, with names, email, LMS id, timestamp and lateness."""
+    """Every student the grader knows, with names, email, LMS id, timestamp, lateness, the
+    late penalty and whether a grader reviewed the grade (or still has to)."""
     table = [
         [
             r.student,
@@ -231,6 +241,8 @@ def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
             r.timestamp or "",
             "" if r.late is None else ("yes" if r.late else "no"),
             "; ".join(r.flags),
+            number(r.late_penalty),
+            review(r),
         ]
         for r in sorted(rows, key=lambda r: r.student)
     ]
@@ -286,9 +298,24 @@ def _fill(
     return table, [uid for uid in by_id if uid not in done]
 
 
-def _comment(row: SubmissionResult) -> str:
-    if row.status is Status.GRADED:
-        return f"Autograded: {number(row.score)} / {number(row.max_score)}."
+def feedback_comment(row: SubmissionResult) -> str:
+    """The Moodle feedback comment: how the grade was reached, from the final grades.
+
+    >>> from autograder.grading.results import CellResult, CellStatus
+    >>> r = SubmissionResult("s", "a", Status.GRADED, score=3.0, max_score=5.0)
+    >>> r.cells = [CellResult("t", 3.0, 3.0, CellStatus.PASSED, manual=True)]
+    >>> feedback_comment(r)
+    'Reviewed by the instructor: 3 / 5.'
+    """
     if row.status is Status.MISSING:
         return "No submission."
+    total = f"{number(row.score)} / {number(row.max_score)}"
+    late = f" Late penalty: {number(row.late_penalty)}." if row.late_penalty > 0 else ""
+    waiting = sum(c.max_score for c in row.waiting)
+    if waiting:
+        return f"Graded so far: {total}; {number(waiting)} point(s) wait for grading by hand.{late}"
+    if row.reviewed:
+        return f"Reviewed by the instructor: {total}.{late}"
+    if row.status is Status.GRADED:
+        return f"Autograded: {total}.{late}"
     return f"Not graded ({row.status.value}): {row.reason or 'see the feedback page'}"

@@ -21,6 +21,7 @@ from pygments.formatters import HtmlFormatter
 
 from autograder.cells import is_test_cell, nbgrader_meta
 from autograder.course import UsageError, load_config
+from autograder.grading.gradebook_grades import final_results
 from autograder.grading.results import Status, SubmissionResult
 
 #: Longest cell source or message shown on a page; a flooded submission stays readable.
@@ -94,7 +95,9 @@ def release_notebooks(course: Path, assignment: str) -> dict[str, NotebookNode]:
 def load_results(
     course: Path, assignment: str, *, student: str | None = None
 ) -> dict[str, SubmissionResult]:
-    """Read ``reports/<assignment>/results/*.json`` (or only ``student``'s), by student id."""
+    """The grades of ``assignment`` (or only ``student``'s), by student id: what ``grade``
+    recorded in ``reports/<assignment>/results/*.json``, every score read from the
+    gradebook (:func:`~autograder.grading.gradebook_grades.final_results`)."""
     folder = Path(course) / "reports" / assignment / "results"
     if student is not None:
         path = folder / f"{student}.json"
@@ -118,7 +121,7 @@ def load_results(
             f"no results for assignment {assignment!r} in {folder} "
             "(run `specdec-course grade` first)"
         )
-    return results
+    return final_results(Path(course), assignment, results)
 
 
 def _learner_view(nb: NotebookNode, course: Path) -> NotebookNode:

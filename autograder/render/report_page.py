@@ -7,7 +7,11 @@ The report reads the per-student results that ``grade`` wrote
 * the distribution of total scores (histogram);
 * the pass rate of every test cell (bar chart and table);
 * the most frequent failure messages, grouped, with the cells they come from;
-* the submissions that failed, timed out, were invalid or were flagged, with reasons.
+* the submissions that failed, timed out, were invalid or were flagged, with reasons;
+* the cells that wait for grading by hand, with the students whose.
+
+Every score is the gradebook's (:func:`~autograder.render.page.load_results`): a grader's
+manual score wins, as in nbgrader.
 
 Figures are drawn with matplotlib's Agg canvas and embedded as base64 PNG data URIs;
 everything that comes from a submission is escaped by the template.
@@ -31,6 +35,7 @@ from matplotlib.ticker import MaxNLocator, PercentFormatter
 from autograder.course import UsageError
 from autograder.files import write_atomic
 from autograder.grading.results import CellStatus, Status, Stop, SubmissionResult
+from autograder.render.gradesheets import review
 from autograder.render.page import (
     SUBMISSION_STATUS,
     autograded_ids,
@@ -91,6 +96,8 @@ def render_report(
         "max_score": points(max_score),
         "statuses": [(SUBMISSION_STATUS[s], counts.get(s, 0)) for s in Status],
         "flagged": len(flagged),
+        "reviewed": sum(r.reviewed for r in students),
+        "waiting": sum(bool(r.waiting) for r in students),
     }
     problems = [
         Problem.of(r, links.get(r.student))
@@ -108,6 +115,7 @@ def render_report(
         "messages": _message_groups(students),
         "problems": problems,
         "rows": [Problem.of(r, links.get(r.student)) for r in students],
+        "waiting": _waiting(students, links, cell_order or []),
     }
     return render_page("report.html.j2", page)
 
@@ -158,6 +166,7 @@ class Problem:
     flags: list[str]
     seconds: str
     link: str | None
+    review: str = ""  #: ``waiting: <cells>``, ``scored by hand``, or empty
 
     @classmethod
     def of(cls, result: SubmissionResult, link: str | None) -> Problem:
@@ -171,6 +180,7 @@ class Problem:
             flags=_flags(result),
             seconds=f"{result.seconds:.1f}",
             link=link,
+            review=review(result).replace("reviewed", "scored by hand"),
         )
 
 
@@ -182,10 +192,38 @@ def _flags(result: SubmissionResult) -> list[str]:
     return list(dict.fromkeys(flags))  # each once, in order
 
 
+@dataclass
+class Waiting:
+    """One cell that waits for a grader, and the students whose."""
+
+    grade_id: str
+    points: str
+    students: list[Problem]
+
+
+def _waiting(
+    students: list[SubmissionResult], links: dict[str, str], order: list[str]
+) -> list[Waiting]:
+    """The cells that wait for grading by hand: autograded ones in notebook order, then
+    the others by name."""
+    found: dict[str, Waiting] = {}
+    for result in students:
+        for cell in result.waiting:
+            entry = found.setdefault(
+                cell.grade_id, Waiting(cell.grade_id, points(cell.max_score), [])
+            )
+            entry.students.append(Problem.of(result, links.get(result.student)))
+    rank = {gid: i for i, gid in enumerate(order)}
+    return sorted(found.values(), key=lambda w: (rank.get(w.grade_id, len(rank)), w.grade_id))
+
+
 def _cell_stats(students: list[SubmissionResult], order: list[str]) -> list[CellStats]:
+    """How each autograded test cell went (a cell graded only by hand is not one)."""
     stats: dict[str, CellStats] = {gid: CellStats(gid) for gid in order}
     for result in students:
         for cell in result.cells:
+            if cell.status is CellStatus.BY_HAND:
+                continue
             s = stats.setdefault(cell.grade_id, CellStats(cell.grade_id))
             s.max_score = max(s.max_score, cell.max_score)
             if cell.stop is Stop.NOT_GRADED:

@@ -89,12 +89,32 @@ def print_summary(result: GradeResult, console: Console | None = None) -> None:
         console.print(f"graded on: {result.engine}, {result.workers} worker(s)")
         for line in kernel_lines([result.results[s].kernel for s in result.graded_now]):
             console.print(line)
+    for line in review_lines(result):
+        console.print(line)
     if result.swept:
         console.print(
             f"killed {result.swept} process(es) that a grader killed earlier had left running"
         )
     console.print(f"grades: {result.reports / 'grades.csv'}")
     console.print(f"cells:  {result.reports / 'cells.csv'}")
+
+
+def review_lines(result: GradeResult) -> list[str]:
+    """Who sent new work over a grader's manual scores, and who waits for grading by hand."""
+    lines = []
+    if result.to_review:
+        lines.append(
+            "new work over a grader's scores (kept, and waiting for review in the formgrader):"
+        )
+        for student, cells in sorted(result.to_review.items()):
+            lines.append(f"  {student}: {', '.join(cells)}")
+    waiting = sorted(s for s, r in result.results.items() if r.waiting)
+    if waiting:
+        lines.append(
+            f"waiting for grading by hand: {len(waiting)} student(s) "
+            "(review them in the formgrader; the report lists the cells)"
+        )
+    return lines
 
 
 def kernel_lines(starts: list[str]) -> list[str]:

@@ -80,14 +80,29 @@ def fill(cell_source: str, body: str, grade_id: str) -> str:
     raise SystemExit(f"no stub in the release cell {grade_id!r}")
 
 
+#: What every sample but ``blank`` writes in a written-answer cell (graded by hand: the
+#: grader leaves it waiting for a person, whatever it says), unless its scenario says.
+WRITTEN_ANSWER = "A learner's written answer, for a grader to score by hand."
+
+
+def written_answers(source: nbformat.NotebookNode) -> dict[str, str]:
+    """``grade_id -> WRITTEN_ANSWER`` for each written-answer (Markdown solution) cell."""
+    return {
+        cell.metadata["nbgrader"]["grade_id"]: WRITTEN_ANSWER
+        for cell in source.cells
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("solution")
+    }
+
+
 def build(
     release: nbformat.NotebookNode, source: nbformat.NotebookNode, scenarios: Scenarios
 ) -> dict[str, str]:
     """Return {scenario: notebook JSON text}."""
     reference = reference_bodies(source)
+    written = written_answers(source)
     out = {}
     for scenario, overrides in scenarios.items():
-        unknown = set(overrides) - set(reference)
+        unknown = set(overrides) - set(reference) - set(written)
         if unknown:
             raise SystemExit(f"{scenario}: no solution cells {sorted(unknown)}")
         nb = nbformat.from_dict(release)
@@ -95,7 +110,11 @@ def build(
             bodies = {**reference, **overrides}
             for cell in nb.cells:
                 grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-                if cell.metadata.get("nbgrader", {}).get("solution"):
+                if not cell.metadata.get("nbgrader", {}).get("solution"):
+                    continue
+                if grade_id in written:
+                    cell.source = overrides.get(grade_id, written[grade_id])
+                else:
                     cell.source = fill(cell.source, bodies[grade_id], grade_id)
         text = nbformat.writes(nb)
         out[scenario] = text if text.endswith("\n") else text + "\n"
