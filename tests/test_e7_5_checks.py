@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from test_reference_trees import P, Q, mutant_accept, mutant_verify
@@ -162,14 +164,49 @@ def test_the_acceptance_check_passes_the_reference_and_names_the_rules_that_igno
             )
 
 
-def test_the_cache_check_passes_the_reference_and_names_the_truncation():
+CACHE_MISTAKES = {
+    "the cache truncated after the last accepted node": lambda parents, path, cached: list(
+        range(cached + 1 + (path[-1] if path else 0))
+    ),
+    "node indices used as cache positions": lambda parents, path, cached: [
+        *range(cached),
+        0,
+        *path,
+    ],
+    "the root's entry left out": lambda parents, path, cached: [
+        *range(cached),
+        *[cached + v for v in path],
+    ],
+    "the cached context dropped": lambda parents, path, cached: [cached + v for v in [0, *path]],
+    "every node of the tree kept": lambda parents, path, cached: list(range(cached + len(parents))),
+}
+
+
+def test_the_cache_check_passes_the_reference():
     from specdec_reference import tree_cache
 
-    e7_5.check_tree_cache_keep(tree_cache.tree_cache_keep, [-1, 0, 0, 2], [2, 3], 4)
-    with pytest.raises(AssertionError, match="truncated after the last accepted node"):
-        e7_5.check_tree_cache_keep(
-            lambda parents, path, cached: list(range(cached + 1 + path[-1])), [-1, 0, 0, 2], [2], 4
-        )
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        parents = e7_5.random_parents(rng, int(rng.integers(1, 15)))
+        path = e7_5.random_path(rng, parents)
+        e7_5.check_tree_cache_keep(tree_cache.tree_cache_keep, parents, path, int(rng.integers(9)))
+
+
+@pytest.mark.parametrize("name", sorted(CACHE_MISTAKES))
+def test_the_cache_check_names_each_mistake(name):
+    with pytest.raises(AssertionError, match=f"That is {re.escape(name)}"):
+        e7_5.check_tree_cache_keep(CACHE_MISTAKES[name], [-1, 0, 0, 2, 2], [2, 3], 4)
+
+
+def test_the_walk_check_fails_a_bonus_from_the_parent_s_row():
+    def parent_row(tree, p_rows, q_rows, rng):
+        """The reference's walk, with the bonus token of the leaf's parent's row."""
+        emitted, path = trees.verify_tree(tree, p_rows, q_rows, rng)
+        parent = tree[1][path[-1]] if path else 0
+        return emitted[:-1] + [int(np.argmax(p_rows[parent]))], path
+
+    with pytest.raises(AssertionError, match="then the bonus token from target_rows"):
+        e7_5.check_verify_tree_walk(parent_row, TREES, seed=0)
 
 
 def test_a_closed_form_at_alpha_one_is_named_whether_it_raises_or_returns_nan():
