@@ -14,8 +14,9 @@ API
 ---
 ``Lesson(assignment, *, support_cells=())``
     The source notebook of ``source/<assignment>/`` and its samples:
-    ``source_nb``, ``test_cells`` and ``solution_cells`` (``{grade_id: cell}``, in
-    notebook order), ``points`` (``{grade_id: points}``), ``reference_bodies``
+    ``source_nb``, ``test_cells``, ``solution_cells`` and ``written_cells`` (answers
+    graded by hand) (``{grade_id: cell}``, in notebook order), ``points`` and
+    ``written_points`` (``{grade_id: points}``), ``reference_bodies``
     (``{grade_id: solution body}``), ``scenarios`` (``build_samples.SCENARIOS``) and
     ``expected`` (``expected.json``).  ``support_cells`` are the ids of ungraded code
     cells to run too (imports, a toy model a visible assert uses); the other ungraded
@@ -134,15 +135,21 @@ class Lesson:
         self.samples = _load(self.samples_dir / "build_samples.py", f"{self.assignment}_samples")
         self.builder = _load(FILES / "sample_builder.py", "sample_builder")
         self.reference_bodies = self.builder.reference_bodies(self.source_nb)
-        self.test_cells = self._cells("grade")
-        self.solution_cells = self._cells("solution")
+        # An answer graded by hand is both a solution and a grade cell; it is neither an
+        # autograder test nor a function to run.
+        self.written_cells = self._cells(lambda m: m.get("solution") and m.get("grade"))
+        self.test_cells = self._cells(lambda m: m.get("grade") and not m.get("solution"))
+        self.solution_cells = self._cells(lambda m: m.get("solution") and not m.get("grade"))
         self.points = {g: c.metadata["nbgrader"]["points"] for g, c in self.test_cells.items()}
+        self.written_points = {
+            g: c.metadata["nbgrader"]["points"] for g, c in self.written_cells.items()
+        }
 
-    def _cells(self, kind: str) -> dict[str, nbformat.NotebookNode]:
+    def _cells(self, keep: Callable[[dict], Any]) -> dict[str, nbformat.NotebookNode]:
         return {
             c.metadata["nbgrader"]["grade_id"]: c
             for c in self.source_nb.cells
-            if c.metadata.get("nbgrader", {}).get(kind)
+            if keep(c.metadata.get("nbgrader", {}))
         }
 
     @property
@@ -156,8 +163,13 @@ class Lesson:
 
     @property
     def expected(self) -> dict[str, dict[str, float]]:
-        """``expected.json``: {scenario: {grade_id: points}}."""
-        return json.loads((self.samples_dir / "expected.json").read_text())
+        """``expected.json``'s autograded cells: {scenario: {grade_id: points}}.  Its
+        written answers, ``"by hand"`` in every scenario, are :attr:`written_cells`."""
+        every = json.loads((self.samples_dir / "expected.json").read_text())
+        return {
+            scenario: {g: points for g, points in cells.items() if g not in self.written_cells}
+            for scenario, cells in every.items()
+        }
 
     def lost_cells(self, scenario: str) -> set[str]:
         """The test cells on which sample ``scenario`` scores zero (``expected.json``)."""
