@@ -4,7 +4,7 @@ The hidden tests of the course score learners against these functions.
 
 - :mod:`~specdec_reference.roofline`: why decoding is slow (``weight_bytes``,
   ``flops_per_token``, ``kv_cache_bytes``, ``step_time``, ``ridge_batch``,
-  ``verify_cost_ratio``, ``arithmetic_intensity``), with the published hardware
+  ``verify_cost_ratio``, ``max_batch``, ``arithmetic_intensity``), with the published hardware
   and model figures in :mod:`~specdec_reference.specs`;
 - :mod:`~specdec_reference.greedy`: the greedy accept step on argmaxes
   (``greedy_verify``);
@@ -34,7 +34,9 @@ The hidden tests of the course score learners against these functions.
   (``prompt_lookup_draft``, ``deterministic_verify``, ``lookup_decode``);
 - :mod:`~specdec_reference.serving`: speculation in a server, the verification pass
   priced by the roofline at a batch (``batch_step_time``, ``speculative_speedup``,
-  ``should_speculate``, ``break_even_batch``, ``adaptive_k``).
+  ``should_speculate``, ``break_even_batch``, and with each sequence's key-value cache
+  ``cached_step_time``, ``cached_break_even_batch``, ``max_batch_in_memory``;
+  ``adaptive_k``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.
@@ -70,6 +72,7 @@ from .roofline import (
     arithmetic_intensity,
     flops_per_token,
     kv_cache_bytes,
+    max_batch,
     ridge_batch,
     step_time,
     verify_cost_ratio,
@@ -80,6 +83,9 @@ from .serving import (
     adaptive_k,
     batch_step_time,
     break_even_batch,
+    cached_break_even_batch,
+    cached_step_time,
+    max_batch_in_memory,
     should_speculate,
     speculative_speedup,
 )
@@ -102,6 +108,7 @@ __all__ = [
     "step_time",
     "ridge_batch",
     "verify_cost_ratio",
+    "max_batch",
     "arithmetic_intensity",
     "greedy_verify",
     "accept_prob",
@@ -141,5 +148,8 @@ __all__ = [
     "speculative_speedup",
     "should_speculate",
     "break_even_batch",
+    "cached_step_time",
+    "cached_break_even_batch",
+    "max_batch_in_memory",
     "adaptive_k",
 ]

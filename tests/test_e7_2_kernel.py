@@ -12,11 +12,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from support.course import autograded_expectations
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_2_acceptance_tests"
 SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
-EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
+EXPECTED = autograded_expectations(ASSIGNMENT)
 
 pytestmark = pytest.mark.kernel
 

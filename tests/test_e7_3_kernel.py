@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 
 import pytest
+from support.course import autograded_expectations
 
 REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_3_accept_step"
 SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
-EXPECTED = json.loads((SAMPLES / "expected.json").read_text())
+EXPECTED = autograded_expectations(ASSIGNMENT)
 
 pytestmark = pytest.mark.kernel
 

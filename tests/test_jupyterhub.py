@@ -32,7 +32,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 import re
 import subprocess
 import sys
@@ -51,7 +50,7 @@ from support.browser import (
     NotebookPage,
     solution_sources,
 )
-from support.course import FILES, REPO, sandbox_available
+from support.course import FILES, REPO, autograded_expectations, sandbox_available
 from support.hub import HubClass, hub_class
 
 from autograder.export import export
@@ -210,7 +209,7 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
         if c.metadata.get("nbgrader", {}).get("grade_id") in correct
     }
     assert buggy.keys() == correct.keys() and buggy != correct
-    points = json.loads((FILES / ASSIGNMENT / "expected.json").read_text())
+    points = autograded_expectations(ASSIGNMENT)
     expected = {
         one.name: sum(points["reference"].values()),
         two.name: sum(points[MISTAKE].values()),

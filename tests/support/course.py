@@ -123,3 +123,18 @@ def write_nb(path: Path, nb) -> Path:
 def load_json(path: Path):
     """The JSON document at ``path``."""
     return json.loads(Path(path).read_text())
+
+
+#: What a sample's ``expected.json`` says of an answer graded by hand: no score of the
+#: autograder's, it waits for a person.
+BY_HAND = "by hand"
+
+
+def autograded_expectations(assignment: str) -> dict[str, dict[str, float]]:
+    """``tests/files/<assignment>/expected.json`` without the answers graded by hand:
+    ``{scenario: {grade_id: points}}`` for the autograder's test cells."""
+    every = load_json(FILES / assignment / "expected.json")
+    return {
+        scenario: {g: points for g, points in cells.items() if points != BY_HAND}
+        for scenario, cells in every.items()
+    }

@@ -62,7 +62,7 @@ from typing import Any
 
 import nbformat
 
-from support.course import FILES, REPO
+from support.course import FILES, REPO, autograded_expectations
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 
@@ -165,11 +165,7 @@ class Lesson:
     def expected(self) -> dict[str, dict[str, float]]:
         """``expected.json``'s autograded cells: {scenario: {grade_id: points}}.  Its
         written answers, ``"by hand"`` in every scenario, are :attr:`written_cells`."""
-        every = json.loads((self.samples_dir / "expected.json").read_text())
-        return {
-            scenario: {g: points for g, points in cells.items() if g not in self.written_cells}
-            for scenario, cells in every.items()
-        }
+        return autograded_expectations(self.assignment)
 
     def lost_cells(self, scenario: str) -> set[str]:
         """The test cells on which sample ``scenario`` scores zero (``expected.json``)."""

@@ -59,9 +59,9 @@ WRONG = float(sum(_SAMPLE_SCORES["mistake-raw-target-probability"].values()))
 
 # Code that sets the part-1 answers right only when ``ok`` is true.
 ANSWERS_IF_OK = """
-    answer_1 = 0.625 if ok else 0.0
+    answer_1 = 0.25 if ok else 0.0
     answer_2 = 1.0 if ok else 0.0
-    answer_3 = 0.75 if ok else 0.0
+    answer_3 = 0.6 if ok else 0.0
     """
 
 
