@@ -10,7 +10,7 @@ suite's session fixtures do for every lesson (``tests/conftest.py``):
   forked, feedback pages written, as the ``graded_lessons`` fixture does.
 
 A lesson's other costs are single tests, which ``--durations`` shows: its browser test
-(``tests/test_browser.py``), its Run all (``tests/test_lessons.py``, timed by
+(``tests/test_browser.py``), its Run all (``tests/test_lessons_run.py``, timed by
 ``benchmarks/run_all.py``) and its in-process hidden-test tests (the fast tier).
 
 This is a benchmark, not a test: it asserts nothing.  The figures are in

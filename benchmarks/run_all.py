@@ -7,7 +7,7 @@ the kernel's CPU time and of the wall time against the lessons' goal of 3 s.  CP
 what the kernel itself spent, so other processes on a busy machine do not inflate it.
 
 This is a benchmark, not a test: it asserts nothing.  The suite checks that Run all raises
-nothing (``tests/test_lessons.py``); the figures are in ``docs/testing.md``.
+nothing (``tests/test_lessons_run.py``); the figures are in ``docs/testing.md``.
 """
 
 from __future__ import annotations

@@ -46,6 +46,8 @@ from autograder.release import release
 pytestmark = [pytest.mark.browser, pytest.mark.kernel]
 
 LESSONS = assignments(REPO)
+#: The lesson solved in the kit's lab (the first: plots, numpy and every kind of cell).
+SOLVED = LESSONS[0]
 SCREENSHOTS = REPO / "reports" / "screenshots"
 SUCCESS = "Success! Your notebook passes all the tests."
 #: Where pip installs: what a learner's environment holds besides the pins.
@@ -246,37 +248,46 @@ def test_validate_reads_the_kits_nbgrader_config(kit_lab, kit):
 
 
 @pytest.mark.parametrize("assignment", LESSONS)
-def test_a_lesson_runs_blank_and_solved_and_validate_tells_them_apart(
+def test_a_blank_lesson_runs_and_validate_lists_its_failing_tests(
     notebook_tab, kit_lab, kit, assignment
 ):
-    """The blank lesson: Run all stops at a stub, Validate lists failing tests.  Solved
-    (the lesson's reference sample in its place): Run all without an error, and
-    Validate says "Success!"."""
+    """The blank lesson: Run all stops at a stub, Validate lists failing tests.
+
+    Run all stops at the first error, but the kernel aborts only the cells queued while it
+    handles that error: a later cell may still run, and meet a function whose stub was
+    aborted (a NameError).  How many do depends on the machine's speed, so the test asks
+    that the first error be a stub's, and every other one a stub's or such a name.
+    """
     page = notebook_tab
-    short = assignment[:4]
-    path = lesson_notebook(kit, assignment)
-    nbp = open_in(page, kit_lab, path)
+    nbp = open_in(page, kit_lab, lesson_notebook(kit, assignment))
     nbp.run_all()
     blank = nbp.save()
     errors = error_outputs(blank)
-    assert errors and set(errors.values()) == {"NotImplementedError"}, describe_errors(blank)
+    assert errors, describe_errors(blank)
+    assert errors[min(errors)] == "NotImplementedError", describe_errors(blank)
+    assert set(errors.values()) <= {"NotImplementedError", "NameError"}, describe_errors(blank)
     dialog = nbp.validate()
     failed = dialog.locator(".validation-failed")
     expect(failed).to_contain_text("The following cell failed")
     expect(failed).to_contain_text("NotImplementedError")
-    screenshot(page, f"{short}-blank-validated")
+    screenshot(page, f"{assignment[:4]}-blank-validated")
     dialog.locator(".jp-Dialog-button", has_text="Ok").click()
     assert not nbp.errors, nbp.errors
-    close_notebooks(page)
-    kit_lab.shutdown_kernels()
 
-    # The learner solves it: the reference sample, in the kit's notebook's place.
-    shutil.copyfile(FILES / assignment / "submissions" / "reference.ipynb", kit / path)
+
+def test_a_solved_lesson_runs_and_validate_says_success(notebook_tab, kit_lab, kit):
+    """Solved (the lesson's reference sample in the kit notebook's place): Run all without
+    an error, and Validate says "Success!".  One lesson is enough here: every lesson,
+    solved, runs and validates in ``tests/test_browser.py`` in ``.venv-learner``, and
+    the first test above proves the kit's environment holds exactly what that one does."""
+    page = notebook_tab
+    path = lesson_notebook(kit, SOLVED)
+    shutil.copyfile(FILES / SOLVED / "submissions" / "reference.ipynb", kit / path)
     nbp = open_in(page, kit_lab, path)
     nbp.run_all()
     dialog = nbp.validate()  # saves the notebook first
     expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
-    screenshot(page, f"{short}-solved-validated")
+    screenshot(page, f"{SOLVED[:4]}-solved-validated")
     dialog.locator(".jp-Dialog-button", has_text="Ok").click()
     expect(dialog).to_have_count(0)
     solved = nbp.read_file()

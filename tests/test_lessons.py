@@ -5,15 +5,11 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
-from support.course import REPO, load_json, new_course, sandbox_available
-from support.lessons import Lesson, run_all
+from support.course import REPO, load_json, sandbox_available
+from support.lessons import Lesson
 
 from autograder.course import assignments
 from autograder.grading.results import CellStatus, Status
@@ -161,21 +157,6 @@ def test_sample_submissions_match_the_current_release(assignment, capsys):
     assert code == 0, printed.out + printed.err
 
 
-@pytest.mark.kernel
-@pytest.mark.parametrize("assignment", LESSONS)
-def test_run_all_on_the_solved_notebook_raises_nothing(assignment):
-    """The learner's view (release plus reference solutions), run top to bottom in a kernel.
-
-    Every figure it shows has a title and axis labels.
-
-    How long it takes is measured by ``benchmarks/run_all.py``, not asserted here: a
-    timing depends on the machine (figures in ``docs/testing.md``).
-    """
-    timed = run_all(REPO / "tests" / "files" / assignment / "submissions" / "reference.ipynb")
-    assert not timed.errors, f"cells that raised: {timed.errors}"
-    assert not timed.unlabelled, f"figures without a title or an axis label: {timed.unlabelled}"
-
-
 def _chapter_reference(assignment: str):
     """The lesson's chapter reference: its Markdown cell, and the code cell after it."""
     nb = nbformat.read(REPO / "source" / assignment / f"{notebook_name(assignment)}.ipynb", 4)
@@ -215,30 +196,3 @@ def test_sample_builder_says_how_to_generate_a_missing_release(tmp_path, assignm
     printed = capsys.readouterr().err
     assert f"{missing} not found" in printed
     assert f"specdec-course release {assignment}" in printed
-
-
-@pytest.mark.kernel
-def test_plain_nbgrader_commands_work_on_the_course(tmp_path):
-    """`nbgrader generate_assignment` and `nbgrader autograde`, as they are, give every
-    lesson's reference full marks.  One course holds every lesson, and each command takes
-    them all at once with nbgrader's own ``*`` pattern, as an instructor may type it."""
-    course = new_course(tmp_path / "plain", {a: REPO / "source" / a for a in LESSONS})
-    nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
-    run = dict(cwd=course, capture_output=True, text=True, timeout=900)
-    proc = subprocess.run(nbgrader + ["generate_assignment", "*"], **run)
-    assert proc.returncode == 0, proc.stderr
-    for assignment in LESSONS:
-        released = course / "release" / assignment / f"{notebook_name(assignment)}.ipynb"
-        assert released.is_file(), f"{assignment}: generate_assignment released nothing"
-        target = course / "submitted" / "ref" / assignment / released.name
-        target.parent.mkdir(parents=True)
-        shutil.copy2(REPO / "tests/files" / assignment / "submissions/reference.ipynb", target)
-    proc = subprocess.run(nbgrader + ["autograde", "*"], **run)
-    assert proc.returncode == 0, proc.stderr
-    from nbgrader.api import Gradebook
-
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        scores = {a: gb.find_submission(a, "ref") for a in LESSONS}
-        short = {a: (s.score, s.max_score) for a, s in scores.items() if s.score != s.max_score}
-        assert all(s.max_score > 0 for s in scores.values())
-    assert not short, f"lessons short of full marks under plain nbgrader: {short}"
