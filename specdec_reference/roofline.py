@@ -153,7 +153,25 @@ def kv_cache_bytes(
 
 def _times(model: Mapping[str, Any], hardware: Mapping[str, Any], batch: int, seq_len: int):
     """(memory seconds, compute seconds) of one decoding step."""
-    read = weight_bytes(model["params"], model["bytes_per_param"]) + kv_cache_bytes(
+    read = weight_bytes(model["params"], model["bytes_per_param"]) + model_cache_bytes(
+        model, seq_len, batch
+    )
+    work = _count(batch, "batch") * flops_per_token(model["params"])
+    return read / float(hardware["bandwidth"]), work / float(hardware["peak_flops"])
+
+
+def model_cache_bytes(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
+    """:func:`kv_cache_bytes` of ``model`` (a mapping as in :func:`step_time`): ``batch``
+    sequences of ``seq_len`` cached positions, stored with ``bytes_per_param`` bytes a
+    value.
+
+    Examples
+    --------
+    >>> from specdec_reference.specs import LLAMA2_7B
+    >>> model_cache_bytes(LLAMA2_7B, 4096, 1) / 2**30
+    2.0
+    """
+    return kv_cache_bytes(
         model["layers"],
         model["kv_heads"],
         model["head_dim"],
@@ -161,8 +179,6 @@ def _times(model: Mapping[str, Any], hardware: Mapping[str, Any], batch: int, se
         batch,
         model["bytes_per_param"],
     )
-    work = _count(batch, "batch") * flops_per_token(model["params"])
-    return read / float(hardware["bandwidth"]), work / float(hardware["peak_flops"])
 
 
 def step_time(
@@ -333,13 +349,8 @@ def arithmetic_intensity(model: Mapping[str, Any], batch: int, seq_len: int) -> 
     >>> arithmetic_intensity(LLAMA2_7B, 1, 0)
     1.0
     """
-    read = weight_bytes(model["params"], model["bytes_per_param"]) + kv_cache_bytes(
-        model["layers"],
-        model["kv_heads"],
-        model["head_dim"],
-        seq_len,
-        batch,
-        model["bytes_per_param"],
+    read = weight_bytes(model["params"], model["bytes_per_param"]) + model_cache_bytes(
+        model, seq_len, batch
     )
     return _count(batch, "batch") * flops_per_token(model["params"]) / read
 
@@ -383,9 +394,7 @@ def max_batch(model: Mapping[str, Any], hardware: Mapping[str, Any], seq_len: in
     room = _count(hardware["memory"], "memory") - weight_bytes(
         model["params"], model["bytes_per_param"]
     )
-    per_sequence = kv_cache_bytes(
-        model["layers"], model["kv_heads"], model["head_dim"], seq_len, 1, model["bytes_per_param"]
-    )
+    per_sequence = model_cache_bytes(model, seq_len, 1)
     if room < per_sequence:
         return 0
     # Floor division of the two floats is exact: no rounding can add a sequence.

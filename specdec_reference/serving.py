@@ -26,7 +26,7 @@ from typing import Any
 
 from . import roofline
 from .analysis import expected_tokens
-from .roofline import flops_per_token, kv_cache_bytes, weight_bytes
+from .roofline import flops_per_token, weight_bytes
 
 __all__ = [
     "batch_step_time",
@@ -253,17 +253,6 @@ def break_even_batch(
     return None
 
 
-def _cache_bytes(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
-    return kv_cache_bytes(
-        model["layers"],
-        model["kv_heads"],
-        model["head_dim"],
-        seq_len,
-        batch,
-        model["bytes_per_param"],
-    )
-
-
 def cached_step_time(
     model: Mapping[str, Any],
     hardware: Mapping[str, Any],
@@ -316,7 +305,7 @@ def cached_step_time(
     23.46
     """
     batch, positions = _positive_int(batch, "batch"), _positive_int(positions, "positions")
-    read = weight_bytes(model["params"], model["bytes_per_param"]) + _cache_bytes(
+    read = weight_bytes(model["params"], model["bytes_per_param"]) + roofline.model_cache_bytes(
         model, seq_len, batch
     )
     compute = batch * positions * flops_per_token(model["params"]) / float(hardware["peak_flops"])

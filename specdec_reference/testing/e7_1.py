@@ -255,17 +255,7 @@ def _parts(model: Mapping[str, Any], hardware: Mapping[str, Any], batch: int, se
     """(weights seconds, cache seconds, compute seconds) of one step, by the reference."""
     bandwidth = float(hardware["bandwidth"])
     weights = roofline.weight_bytes(model["params"], model["bytes_per_param"]) / bandwidth
-    cache = (
-        roofline.kv_cache_bytes(
-            model["layers"],
-            model["kv_heads"],
-            model["head_dim"],
-            seq_len,
-            batch,
-            model["bytes_per_param"],
-        )
-        / bandwidth
-    )
+    cache = roofline.model_cache_bytes(model, seq_len, batch) / bandwidth
     compute = batch * roofline.flops_per_token(model["params"]) / float(hardware["peak_flops"])
     return weights, cache, compute
 
@@ -558,14 +548,7 @@ def exact_fit(model: Mapping[str, Any], seq_len: int, batch: int) -> dict[str, A
     >>> roofline.max_batch(specs.LLAMA2_7B, exact_fit(specs.LLAMA2_7B, 100, 7), 100)
     7
     """
-    cache = roofline.kv_cache_bytes(
-        model["layers"],
-        model["kv_heads"],
-        model["head_dim"],
-        seq_len,
-        batch,
-        model["bytes_per_param"],
-    )
+    cache = roofline.model_cache_bytes(model, seq_len, batch)
     memory = roofline.weight_bytes(model["params"], model["bytes_per_param"]) + cache
     return {"name": "an exact fit", "bandwidth": 1e12, "peak_flops": 1e14, "memory": memory}
 
@@ -605,14 +588,7 @@ def memory_for(model: Mapping[str, Any], seq_len: int, sequences: float) -> dict
 
 
 def _one_cache(model: Mapping[str, Any], seq_len: int) -> float:
-    return roofline.kv_cache_bytes(
-        model["layers"],
-        model["kv_heads"],
-        model["head_dim"],
-        seq_len,
-        1,
-        model["bytes_per_param"],
-    )
+    return roofline.model_cache_bytes(model, seq_len, 1)
 
 
 def check_max_batch(

@@ -242,17 +242,6 @@ def with_memory(hardware: Mapping[str, Any]) -> dict[str, Any]:
     return dict(hardware, memory=specs.MEMORY_BYTES[hardware["name"]])
 
 
-def _cache(model: Mapping[str, Any], seq_len: int, batch: int) -> float:
-    return roofline.kv_cache_bytes(
-        model["layers"],
-        model["kv_heads"],
-        model["head_dim"],
-        seq_len,
-        batch,
-        model["bytes_per_param"],
-    )
-
-
 def check_cached_step_time(
     fn: Callable[..., Any],
     model: Mapping[str, Any],
@@ -278,7 +267,7 @@ def check_cached_step_time(
     weights = roofline.weight_bytes(model["params"], model["bytes_per_param"])
     bandwidth = float(hardware["bandwidth"])
     compute = _times(model, hardware, batch * positions)[1]
-    cache = _cache(model, seq_len, batch)
+    cache = roofline.model_cache_bytes(model, seq_len, batch)
     check_close(
         got,
         serving.cached_step_time(model, hardware, batch, positions, seq_len),
@@ -333,7 +322,7 @@ def check_max_batch_in_memory(
     got = as_int(call_or_fail(fn, dict(model), dict(hardware), seq_len, call=call), call)
     expected = serving.max_batch_in_memory(model, hardware, seq_len)
     weights = roofline.weight_bytes(model["params"], model["bytes_per_param"])
-    one = _cache(model, seq_len, 1)
+    one = roofline.model_cache_bytes(model, seq_len, 1)
     room = float(hardware["memory"]) - weights
     check_equal(
         got,
