@@ -553,8 +553,10 @@ def test_a_learner_runs_the_blank_release_then_solves_it_and_validates(
 
     for grade_id, text in solutions.items():
         nbp.replace_cell_source(nbp.index_of(grade_id), text)
+    written = type_written_answers(nbp, course / lesson.source, short)
     nbp.run_all()
     saved = nbp.save()
+    check_written_answers(nbp, saved, written, short)
     assert error_outputs(saved) == {}, describe_errors(saved)
     assert not_run(saved) == [], "cells not run"
     for grade_id, text in solutions.items():
@@ -589,6 +591,44 @@ def test_a_learner_runs_the_blank_release_then_solves_it_and_validates(
     dialog.locator(".jp-Dialog-button", has_text="Ok").click()
     expect(dialog).to_have_count(0)
     assert not nbp.errors, nbp.errors
+
+
+#: What the learner types in a written answer (Markdown, with math).
+WRITTEN_ANSWER = "Acceptance emits $\\min(p, q)$, a rejection adds $\\max(0, p - q)$: in all, $p$."
+
+
+def type_written_answers(nbp: NotebookPage, source: Path, short: str) -> list[int]:
+    """Type an answer in each written-answer cell (a Markdown answer that a grader scores
+    by hand), as a learner does: double-click its placeholder and type over it.  Return
+    the cells' indices."""
+    typed = []
+    for cell in nbformat.read(source, as_version=4).cells:
+        meta = nbgrader_meta(cell)
+        if not (cell.cell_type == "markdown" and meta.get("solution") and meta.get("grade")):
+            continue
+        index = nbp.index_of(meta["grade_id"])
+        answer = nbp.cell(index)
+        answer.scroll_into_view_if_needed()
+        expect(answer).to_contain_text("YOUR ANSWER HERE")
+        screenshot(nbp.cells.nth(index - 1), f"{short}-written-question.png")
+        screenshot(answer, f"{short}-written-blank.png")
+        answer.dblclick()  # a rendered Markdown cell opens its editor
+        nbp.replace_cell_source(index, WRITTEN_ANSWER)
+        typed.append(index)
+    return typed
+
+
+def check_written_answers(
+    nbp: NotebookPage, saved: nbformat.NotebookNode, written: list[int], short: str
+) -> None:
+    """Each written answer is saved as typed and shown rendered, its math typeset."""
+    for index in written:
+        assert saved.cells[index].source == WRITTEN_ANSWER
+        answer = nbp.cell(index)
+        expect(answer).to_contain_text("a rejection adds")
+        expect(answer.locator("mjx-container").first).to_be_visible()
+        answer.scroll_into_view_if_needed()
+        screenshot(answer, f"{short}-written-answered.png")
 
 
 def stream_text(cell: nbformat.NotebookNode) -> str:

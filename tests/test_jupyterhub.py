@@ -52,6 +52,7 @@ from support.browser import (
 )
 from support.course import FILES, REPO, autograded_expectations, sandbox_available
 from support.hub import HubClass, hub_class
+from support.lessons import Lesson
 
 from autograder.export import export
 
@@ -344,10 +345,14 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
             frame.get_by_text(MISTAKE_NAMED).first.scroll_into_view_if_needed()
             screenshot(pages[two.name], "learner2-feedback-names-the-mistake")
             assert MISTAKE_NAMED not in shown[one.name]
-            total = expected[one.name]
+            # Neither learner wrote the written answer: its points wait for the instructor.
+            by_hand = sum(Lesson(ASSIGNMENT).written_points.values())
+            total = expected[one.name] + by_hand
             for learner in (one, two):
                 score = rf"\b{expected[learner.name]:g}\s*/ {total:g} points"
                 assert re.search(score, shown[learner.name]), (score, shown[learner.name][:300])
+                waits = f"{by_hand:g} point(s) wait for your instructor to grade them by hand"
+                assert waits in " ".join(shown[learner.name].split())
 
             # Learner 1 cannot reach learner 2's server, nor so their feedback.
             page = pages[one.name]

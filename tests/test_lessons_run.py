@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.course import REPO, new_course
-from support.lessons import run_all
+from support.lessons import Lesson, run_all
 
 from autograder.course import assignments
 
@@ -43,8 +43,9 @@ def test_run_all_on_the_solved_notebook_raises_nothing(assignment):
 @pytest.mark.kernel
 def test_plain_nbgrader_commands_work_on_the_course(tmp_path):
     """`nbgrader generate_assignment` and `nbgrader autograde`, as they are, give every
-    lesson's reference full marks.  One course holds every lesson, and each command takes
-    them all at once with nbgrader's own ``*`` pattern, as an instructor may type it."""
+    lesson's reference full marks on every autograded cell, and leave its written answers
+    to a grader.  One course holds every lesson, and each command takes them all at once
+    with nbgrader's own ``*`` pattern, as an instructor may type it."""
     course = new_course(tmp_path / "plain", {a: REPO / "source" / a for a in LESSONS})
     nbgrader = [str(Path(sys.executable).with_name("nbgrader"))]
     run = dict(cwd=course, capture_output=True, text=True, timeout=900)
@@ -60,8 +61,24 @@ def test_plain_nbgrader_commands_work_on_the_course(tmp_path):
     assert proc.returncode == 0, proc.stderr
     from nbgrader.api import Gradebook
 
+    written = {a: Lesson(a).written_points for a in LESSONS}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         scores = {a: gb.find_submission(a, "ref") for a in LESSONS}
-        short = {a: (s.score, s.max_score) for a, s in scores.items() if s.score != s.max_score}
         assert all(s.max_score > 0 for s in scores.values())
-    assert not short, f"lessons short of full marks under plain nbgrader: {short}"
+        grades = {
+            (a, g.name): g for a, s in scores.items() for nb in s.notebooks for g in nb.grades
+        }
+        short = {
+            k: (g.score, g.max_score)
+            for k, g in grades.items()
+            if k[1] not in written[k[0]] and g.score != g.max_score
+        }
+        by_hand = {
+            k: (g.auto_score, g.needs_manual_grade, g.max_score)
+            for k, g in grades.items()
+            if k[1] in written[k[0]]
+        }
+    assert not short, f"cells short of full marks under plain nbgrader: {short}"
+    assert by_hand == {
+        (a, gid): (None, True, points) for a in LESSONS for gid, points in written[a].items()
+    }

@@ -73,6 +73,43 @@ def test_release_refuses_a_test_the_blank_release_passes(course):
     assert not (course / "release/mini").exists()
 
 
+def test_a_written_answer_is_released_without_its_rubric_and_left_to_graders(
+    course, tmp_path, capsys
+):
+    """A written answer (graded by hand) keeps its model answer and rubric in the source.
+    The self-check neither gives the source full marks on it nor the blank release zero: it
+    says how many points it leaves to the graders.  A rubric line shown elsewhere leaks."""
+    rubric = "- 1 point: says that a negative times a negative is positive."
+    answer = (
+        f"### BEGIN SOLUTION\n**Model answer.** The signs cancel.\n\n{rubric}\n### END SOLUTION"
+    )
+    cell = nbformat.v4.new_markdown_cell(answer)
+    cell.metadata["nbgrader"] = {
+        "grade": True,
+        "solution": True,
+        "locked": False,
+        "task": False,
+        "grade_id": "why",
+        "points": 2,
+        "schema_version": 3,
+    }
+    add_cell(course, nbformat.v4.new_markdown_cell("Why is `square(-3)` positive? (2 points)"))
+    add_cell(course, cell)
+    assert cli.main(["release", "mini", "--course", str(course)]) == 0
+    printed = capsys.readouterr().out
+    assert "(source 4/4, blank release 0/4; 2 more graded by hand, not checked)" in printed
+    released = nbformat.read(course / "release/mini/mini.ipynb", as_version=4)
+    [why] = [c for c in released.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "why"]
+    assert why.source == "YOUR ANSWER HERE"
+    assert leak_problems(course / "source/mini", course / "release/mini") == []
+    released.cells.append(nbformat.v4.new_markdown_cell(f"Hint:\n{rubric}"))
+    (tmp_path / "shown").mkdir()
+    nbformat.write(released, tmp_path / "shown" / "mini.ipynb")
+    assert leak_problems(course / "source/mini", tmp_path / "shown") == [
+        f"mini.ipynb: solution code leaked: {rubric!r}"
+    ]
+
+
 @pytest.mark.parametrize(
     "leak",
     [

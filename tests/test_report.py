@@ -27,6 +27,7 @@ from test_feedback import (
 )
 
 from autograder.course import UsageError
+from autograder.export import export
 from autograder.feedback import feedback
 from autograder.grading.results import SubmissionResult
 from autograder.render.page import points
@@ -236,8 +237,10 @@ def hidden_lines(source: Path, release: Path) -> set[str]:
 
 
 @pytest.mark.kernel
-def test_feedback_and_report_from_real_grading_of_e7_2_samples(lesson_course, graded_lessons):
-    """The feedback and report verbs on the run's real grading of every E7.2 sample."""
+def test_feedback_and_report_from_real_grading_of_e7_2_samples(
+    lesson_course, graded_lessons, tmp_path
+):
+    """The feedback, report and export verbs on the run's real grading of every E7.2 sample."""
     course = lesson_course
     pages = {p.parts[-3]: p.read_text() for p in feedback(ASSIGNMENT, course=course)}
     html = report(ASSIGNMENT, course=course).read_text()
@@ -246,9 +249,18 @@ def test_feedback_and_report_from_real_grading_of_e7_2_samples(lesson_course, gr
 
     results = graded_lessons[ASSIGNMENT]
     assert sorted(pages) == sorted(results) == samples
-    assert results["reference"].score == results["reference"].max_score > 0
+    # The written answer waits for a grader in every submission, the reference's included:
+    # it adds its points to the maximum, and nothing to the score until a grader scores it.
+    written = {c.grade_id: c.max_score for c in results["reference"].waiting}
+    assert written == {"explain_exact_rule": 3}
+    for result in results.values():
+        assert {c.grade_id for c in result.waiting} == set(written), result.student
+    assert results["reference"].score == results["reference"].max_score - 3 > 0
     assert results["blank"].score == 0
-    assert 0 < results["mistake-no-cap"].score < results["mistake-no-cap"].max_score
+    assert 0 < results["mistake-no-cap"].score < results["mistake-no-cap"].max_score - 3
+    done = export(ASSIGNMENT, to="csv", course=course, out=tmp_path / "grades.csv")
+    assert sorted(line.split(":")[0] for line in done.waiting) == samples
+    assert "reference: explain_exact_rule (3 pt); wrote 50 / 53, the score so far" in done.waiting
 
     secrets = hidden_lines(
         course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb",
@@ -269,6 +281,10 @@ def test_feedback_and_report_from_real_grading_of_e7_2_samples(lesson_course, gr
     assert_inert(html)
     assert html.count("data:image/png;base64,") == 2
     assert f"Students {len(samples)}" in section(html, "summary")
+    assert f"Waiting for grading {len(samples)}" in section(html, "summary")
+    waiting = section(html, "review")  # by cell, with every student it waits for
+    assert f"explain_exact_rule 3 {len(samples)}" in waiting
+    assert all(student in waiting for student in samples)
     cells = section(html, "cells")
     for cell in results["reference"].cells:
         assert cell.grade_id in cells

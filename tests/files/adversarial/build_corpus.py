@@ -53,9 +53,13 @@ WRONG_ACCEPT_PROB = """
 
 # Full marks and the wrong code's score, from the E7.2 samples' expected scores (the
 # reference and mistake-raw-target-probability), so that a change of points moves them too.
+# The written answer, "by hand" there, is left unanswered here: it waits for a grader and
+# adds nothing to the score.
 _SAMPLE_SCORES = json.loads((ROOT / "tests" / "files" / ASSIGNMENT / "expected.json").read_text())
-FULL = float(sum(_SAMPLE_SCORES["reference"].values()))
-WRONG = float(sum(_SAMPLE_SCORES["mistake-raw-target-probability"].values()))
+FULL, WRONG = (
+    float(sum(p for p in _SAMPLE_SCORES[s].values() if p != "by hand"))
+    for s in ("reference", "mistake-raw-target-probability")
+)
 
 # Code that sets the part-1 answers right only when ``ok`` is true.
 ANSWERS_IF_OK = """
