@@ -599,8 +599,7 @@ WRITTEN_ANSWER = "Acceptance emits $\\min(p, q)$, a rejection adds $\\max(0, p -
 
 def type_written_answers(nbp: NotebookPage, source: Path, short: str) -> list[int]:
     """Type an answer in each written-answer cell (a Markdown answer that a grader scores
-    by hand), as a learner does: double-click its placeholder and type over it.  Return
-    the cells' indices."""
+    by hand) over its placeholder, as a learner does.  Return the cells' indices."""
     typed = []
     for cell in nbformat.read(source, as_version=4).cells:
         meta = nbgrader_meta(cell)
@@ -612,7 +611,6 @@ def type_written_answers(nbp: NotebookPage, source: Path, short: str) -> list[in
         expect(answer).to_contain_text("YOUR ANSWER HERE")
         screenshot(nbp.cells.nth(index - 1), f"{short}-written-question.png")
         screenshot(answer, f"{short}-written-blank.png")
-        answer.dblclick()  # a rendered Markdown cell opens its editor
         nbp.replace_cell_source(index, WRITTEN_ANSWER)
         typed.append(index)
     return typed

@@ -262,7 +262,10 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
             screenshot(page, "1-learner1-released")
             press(page, "released", "Fetch", "fetched")
             screenshot(page, "2-learner1-fetched")
-            nbp = type_answers(page, server, correct)
+            # Validate asks for a response in every answer cell: the written one too.
+            answer = "Acceptance emits min(p, q) and a rejection adds max(0, p - q): in all, p."
+            written = dict.fromkeys(Lesson(ASSIGNMENT).written_points, answer)
+            nbp = type_answers(page, server, {**correct, **written})
             dialog = nbp.validate()
             expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
             screenshot(page, "3-learner1-validated")
@@ -345,7 +348,7 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
             frame.get_by_text(MISTAKE_NAMED).first.scroll_into_view_if_needed()
             screenshot(pages[two.name], "learner2-feedback-names-the-mistake")
             assert MISTAKE_NAMED not in shown[one.name]
-            # Neither learner wrote the written answer: its points wait for the instructor.
+            # The written answer's points wait for the instructor, answered or not.
             by_hand = sum(Lesson(ASSIGNMENT).written_points.values())
             total = expected[one.name] + by_hand
             for learner in (one, two):

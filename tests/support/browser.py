@@ -419,7 +419,11 @@ class NotebookPage:
     # ---- editing
 
     def replace_cell_source(self, index: int, text: str) -> None:
-        """Click into cell ``index``'s editor, select all and type ``text`` in its place."""
+        """Click into cell ``index``'s editor, select all and type ``text`` in its place.
+
+        A Markdown cell (a written answer) is rendered: a double-click opens its editor."""
+        if self.notebook.cells[index].cell_type == "markdown":
+            self.cell(index).dblclick()
         editor = self.cell(index).locator(".cm-content")
         editor.click()
         self.page.keyboard.press("Control+a")
