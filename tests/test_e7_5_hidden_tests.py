@@ -484,8 +484,9 @@ def test_the_visible_exactness_checks_pass_the_reference_and_catch_the_mistakes(
 
 def test_the_notebook_models_and_trees_are_the_reference_ones():
     """The visible n-gram builder gives specdec_reference.ngram's models bit for bit, and the
-    visible draft_tree, topk_tree and tree_rows draw and score as specdec_reference.trees."""
-    from specdec_reference import ngram, trees
+    visible draft_tree, topk_tree and tree_rows draw and score as
+    specdec_reference.tree_decoding's."""
+    from specdec_reference import ngram, tree_decoding
     from specdec_reference.testing import e7_5
 
     ns = LESSON.run(only=set()).namespace
@@ -499,13 +500,13 @@ def test_the_notebook_models_and_trees_are_the_reference_ones():
         for mine, ref in ((ns["target_model"], target), (ns["draft_model"], draft_model)):
             assert np.array_equal(mine.probs(context), ref.probs(context))
         mine = ns["draft_tree"](ns["draft_model"], context, (2, 2), np.random.default_rng(1))
-        ref = trees.draft_tree(draft_model, context, (2, 2), np.random.default_rng(1))
+        ref = tree_decoding.draft_tree(draft_model, context, (2, 2), np.random.default_rng(1))
         assert mine[0] == ref[0] and np.allclose(mine[1], ref[1])
         tree = ns["topk_tree"](ns["draft_model"], context, (3, 1))
-        assert tree == trees.topk_tree(draft_model, context, (3, 1))
+        assert tree == tree_decoding.topk_tree(draft_model, context, (3, 1))
         assert np.allclose(
             ns["tree_rows"](ns["target_model"], context, tree),
-            trees.tree_rows(target, context, tree),
+            tree_decoding.tree_rows(target, context, tree),
         )
 
 
