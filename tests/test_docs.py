@@ -36,13 +36,13 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from support.course import REPO
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: read the one line by hand
     tomllib = None
 
-REPO = Path(__file__).resolve().parents[1]
 #: The pages checked.
 PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
 #: How a command line may start the course's command (the rest are its arguments).
