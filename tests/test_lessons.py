@@ -178,7 +178,7 @@ def test_every_lesson_carries_the_same_chapter_reference():
     assert all(sections.values()), [a for a, s in sections.items() if not s]
     markdown, code = sections[LESSONS[0]]
     said = " ".join(markdown.source.split())
-    assert "every lesson of the chapter ends with it, word for word" in said
+    assert "every lesson of the chapter carries it word for word" in said
     assert "The README that comes with the lessons lists them in order." in said
     assert not re.search(r"\bE\d+\.\d+\b", said), re.findall(r"\bE\d+\.\d+\b", said)
     for assignment, (md, cell) in sections.items():
