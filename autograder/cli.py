@@ -137,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--security",
         type=Path,
         metavar="DIR",
-        help="Dask TLS: a folder holding ca.pem, cert.pem and key.pem (see README)",
+        help="Dask TLS: a folder holding ca.pem, cert.pem and key.pem (see docs/cluster.md#tls)",
     )
 
     p.add_argument(

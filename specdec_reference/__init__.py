@@ -25,9 +25,11 @@ The hidden tests of the course score learners against these functions.
   back (``KVCache``, ``CachedModel``, ``speculative_decode_cached``);
 - :mod:`~specdec_reference.trees`: token trees (``tree_depths``, ``tree_attention_mask``,
   ``multi_draft_accept``, ``verify_tree``, ``greedy_verify_tree``,
-  ``tree_expected_tokens``, ``best_tree``, ``chain_or_tree``), and the tree drafter and
-  decoder of lesson E7.5 (``draft_tree``, ``topk_tree``, ``tree_rows``, ``tree_decode``,
-  ``multi_draft_distribution``, ``multi_draft_acceptance``);
+  ``tree_expected_tokens``, ``best_tree``, ``chain_or_tree``), and the exact
+  distributions of ``multi_draft_accept`` (``multi_draft_distribution``,
+  ``multi_draft_acceptance``);
+- :mod:`~specdec_reference.tree_decoding`: the tree drafter and decoder of lesson E7.5
+  on real models (``draft_tree``, ``topk_tree``, ``tree_rows``, ``tree_decode``);
 - :mod:`~specdec_reference.tree_cache`: the key-value cache after a tree pass
   (``tree_cache_keep``);
 - :mod:`~specdec_reference.lookup`: prompt-lookup drafting, a draft without a model
@@ -47,7 +49,6 @@ The hidden tests' helpers are not part of it: they live in
 from . import kvcache as kvcache  # the cached models, for the hidden tests: _ref.kvcache
 from . import ngram as ngram  # the models module, for the hidden tests: _ref.ngram.encode
 from . import specs as specs  # the published figures, for the hidden tests: _ref.specs
-from . import trees as trees  # the tree drafter and decoder, for the hidden tests: _ref.trees
 from .acceptance import accept_prob, overall_acceptance, residual_distribution, spec_accept
 from .analysis import (
     expected_tokens,

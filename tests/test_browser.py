@@ -42,10 +42,10 @@ from support.browser import (
     start_lab_server,
     type_slider_value,
 )
+from support.course import REPO
 
 from autograder.lab import lab_command
 
-REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_2_acceptance_tests"
 RELEASE_NB = f"release/{ASSIGNMENT}/acceptance_tests.ipynb"
 SOURCE_NB = f"source/{ASSIGNMENT}/acceptance_tests.ipynb"

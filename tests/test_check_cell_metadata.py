@@ -8,15 +8,14 @@ notebooks pass, and a rejected one gets the same exception with the same message
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbgrader.nbgraderformat import MetadataValidator
+from support.course import REPO
 
 from autograder.preprocessors.check_cell_metadata import FastMetadataValidator
 
-REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(
     [*REPO.glob("source/*/*.ipynb"), *REPO.glob("tests/files/*/submissions/*.ipynb")]
 )

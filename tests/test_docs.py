@@ -10,6 +10,11 @@
   choices is one of them, and every assignment it names is a folder of ``source/``.
 * Every ``make`` command names a target of the ``Makefile``, and every Python script a
   ``.venv/bin/python`` command runs exists.
+* The README says of each make target what its rule runs (``make test``'s sessions,
+  processes and slowest tests, what ``make test-fast`` leaves out, what ``make clean``
+  removes, the Debian packages the set-up installs...), and shows every target.
+* ``docs/architecture.md``'s module map has a row for every module of ``autograder/`` and
+  ``specdec_reference/``.
 
 The help texts come from one process that runs the command's entry point (the
 ``specdec-course`` script of ``pyproject.toml``) once for each verb the pages use, with
@@ -31,13 +36,13 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from support.course import REPO
 
 try:
     import tomllib
 except ModuleNotFoundError:  # Python 3.10: read the one line by hand
     tomllib = None
 
-REPO = Path(__file__).resolve().parents[1]
 #: The pages checked.
 PAGES = [REPO / "README.md", REPO / "CHANGELOG.md", *sorted((REPO / "docs").glob("*.md"))]
 #: How a command line may start the course's command (the rest are its arguments).
@@ -268,11 +273,8 @@ def choices_in(help_text: str) -> dict[str, set[str]]:
 
 @functools.cache
 def make_targets() -> set[str]:
-    text = (REPO / "Makefile").read_text(encoding="utf-8")
-    targets = set(re.findall(r"^([A-Za-z0-9_.-]+)\s*:(?!=)", text, flags=re.M))
-    for phony in re.findall(r"^\.PHONY\s*:(.*)$", text, flags=re.M):
-        targets.update(phony.split())
-    return targets - {".PHONY"}
+    make = parse_makefile((REPO / "Makefile").read_text(encoding="utf-8"))
+    return (set(make.rules) | set(make.phony())) - {".PHONY"}
 
 
 def assignments() -> set[str]:
@@ -445,3 +447,312 @@ def test_the_checks_catch_a_broken_link_a_missing_heading_and_a_wrong_option(tmp
     assert problems[4] == ["make no-such-target: no such target in the Makefile"]
     assert "no_such_benchmark.py" in " ".join(problems[5])
     assert commands[6].endswith("--workers 2   # fine") and problems[6] == []
+
+
+# ---------------------------------------------------------------------------------------
+# The module map: every module of the two packages has its row
+# ---------------------------------------------------------------------------------------
+
+_ROW_LINK = re.compile(r"\]\(\.\./([^)#\s]+)\)")
+
+
+def module_map(architecture: str) -> list[str]:
+    """The rows of the architecture page's module map (its tables' lines)."""
+    section = architecture.split("\n## Module map", 1)[-1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("| ")]
+
+
+def _row_targets(row: str) -> set[str]:
+    """The repository paths a row links to, a package's ``__init__.py`` as its folder."""
+    return {t.removesuffix("/__init__.py").rstrip("/") for t in _ROW_LINK.findall(row)}
+
+
+def module_map_problems(architecture: str, root: Path = REPO) -> list[str]:
+    """The modules and packages of ``autograder/`` and ``specdec_reference/`` that the module
+    map leaves out.
+
+    A package with a section of its own (``### `autograder/intake/` ...``) has a row for each
+    of its modules; a package without one (``handout/``, ``testing/``) has one row, linked to
+    it, that names in backticks each of its modules and subpackages (``kit.py`` or ``kit``,
+    ``e7_1/``).
+    """
+    rows = module_map(architecture)
+    linked = set().union(*map(_row_targets, rows))
+    sections = set(re.findall(r"^### `([\w/]+?)/?`", architecture, flags=re.M))
+    problems = []
+    for top in ("autograder", "specdec_reference"):
+        inits = sorted((root / top).glob("*/__init__.py"))
+        for package in [top, *(str(p.parent.relative_to(root)) for p in inits)]:
+            folder = root / package
+            modules = sorted(m for m in folder.glob("*.py") if m.name != "__init__.py")
+            if package in sections:
+                problems += [
+                    f"{package}/{m.name}: no row in the module map"
+                    for m in modules
+                    if f"{package}/{m.name}" not in linked
+                ]
+                continue
+            row = next((r for r in rows if package in _row_targets(r)), None)
+            if row is None:
+                problems.append(f"{package}/: no section or row in the module map")
+                continue
+            named = set(re.findall(r"`([\w.]+?)(?:\.py|/)?`", row))
+            parts = [m.stem for m in modules]
+            parts += [d.name for d in sorted(folder.iterdir()) if (d / "__init__.py").is_file()]
+            problems += [
+                f"{package}/{p}: not named in its row of the module map"
+                for p in parts
+                if p not in named
+            ]
+    return problems
+
+
+# ---------------------------------------------------------------------------------------
+# The make targets, as the README describes them
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Makefile:
+    variables: dict[str, str]  #: as assigned (``=``, ``:=`` or ``?=``), unexpanded
+    rules: dict[str, tuple[list[str], list[str]]]  #: target -> (prerequisites, recipe lines)
+
+    def expand(self, text: str) -> str:
+        for _ in range(10):
+            text = re.sub(r"\$\((\w+)\)", lambda m: self.variables.get(m.group(1), ""), text)
+        return text.replace("$$", "$")
+
+    def recipe(self, target: str) -> list[str]:
+        return [self.expand(line) for line in self.rules[target][1]]
+
+    def prerequisites(self, target: str) -> list[str]:
+        return [self.expand(p) for p in self.rules[target][0]]
+
+    def phony(self) -> list[str]:
+        return self.prerequisites(".PHONY")
+
+
+def parse_makefile(text: str) -> Makefile:
+    """The variables and rules of a Makefile as simple as the course's."""
+    variables: dict[str, str] = {}
+    rules: dict[str, tuple[list[str], list[str]]] = {}
+    current: list[str] | None = None
+    for line in re.sub(r"\\\n\s*", " ", text).splitlines():
+        if line.startswith("\t") and current is not None:
+            current.append(line.strip())
+            continue
+        line = line.split("#", 1)[0].rstrip() if not line.startswith("\t") else line
+        assignment = re.match(r"^(\w+)\s*(?:\?=|:=|=)\s*(.*)$", line)
+        rule = re.match(r"^([^\s:=][^:=]*?)\s*:(?!=)\s*(.*)$", line)
+        if assignment:
+            variables[assignment.group(1)] = assignment.group(2)
+            current = None
+        elif rule:
+            current = []
+            for target in rule.group(1).split():
+                rules[target] = (rule.group(2).split(), current)
+        elif line.strip():
+            current = None
+    made = Makefile(variables, {})
+    made.rules.update({made.expand(t): r for t, r in rules.items()})
+    return made
+
+
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
+#: What ``make test-fast``'s comment names, as the pytest markers it leaves out.
+_FAST_EXCLUDES = {
+    "kernel": "kernel",
+    "browser": "browser",
+    "Dask cluster": "cluster",
+    "database server": "postgres",
+    "hub": "hub",
+}
+#: What ``make bench``'s comment names, as the commands of its recipe.
+_BENCHMARKS = {
+    "reference sampler": "-m specdec_reference.bench",
+    "Run all": "benchmarks/run_all.py",
+    "grading throughput": "benchmarks/grade_throughput.py",
+}
+
+
+def _make_comments(readme: str) -> dict[str, str]:
+    """``target -> comment`` for each ``$ make <target>  # comment`` line of the README."""
+    return dict(re.findall(r"^\$ make ([\w-]+)\s+#\s*(.*)$", readme, flags=re.M))
+
+
+def _listed(text: str) -> list[str]:
+    """The items of an English list: ``a, b, c or d`` (``and`` too)."""
+    return [w.strip() for w in re.split(r",\s*|\s+(?:or|and)\s+", text) if w.strip()]
+
+
+def readme_make_problems(readme: str, makefile: str, system_deps: str) -> list[str]:
+    """Where the README says of a make target what its Makefile rule does not do."""
+    make = parse_makefile(makefile)
+    comments = _make_comments(readme)
+    problems = [
+        f"make {t}: a target of the Makefile the README does not show"
+        for t in make.phony()
+        if not re.search(rf"`?make {re.escape(t)}\b", readme)
+    ]
+    problems += [
+        f"make {t}: the README shows a target the Makefile does not have"
+        for t in comments
+        if t not in make.rules
+    ]
+    return (
+        problems
+        + _make_test_problems(readme, make)
+        + _listed_target_problems(comments, make)
+        + _clean_problems(readme, make)
+        + _set_up_problems(readme, make, system_deps)
+    )
+
+
+def _runs(make: Makefile, target: str, fragment: str) -> bool:
+    return any(fragment in line for line in make.recipe(target))
+
+
+def _make_test_problems(readme: str, make: Makefile) -> list[str]:
+    """``make test``: its sessions, its processes, its slowest tests."""
+    said = re.search(
+        r"`make test` runs the whole suite in (\w+) pytest sessions?, in (\w+) processes, "
+        r"and ends with\s+its (\d+) slowest tests",
+        readme,
+    )
+    if not said:
+        return ["make test: the README no longer says how many sessions and processes"]
+    recipe = make.recipe("test")
+    sessions = sum("pytest" in line for line in recipe)
+    workers = re.search(r"-n (\S+)", " ".join(recipe))
+    slowest = re.search(r"--durations=(\d+)", " ".join(recipe))
+    problems = []
+    if _NUMBERS.get(said.group(1)) != sessions:
+        problems.append(f"make test: {said.group(1)} session(s) said, {sessions} run")
+    if workers is None or str(_NUMBERS.get(said.group(2))) != workers.group(1):
+        shown = workers.group(1) if workers else "none"
+        problems.append(f"make test: {said.group(2)} processes said, -n {shown} run")
+    if slowest is None or slowest.group(1) != said.group(3):
+        shown = slowest.group(1) if slowest else "none"
+        problems.append(f"make test: {said.group(3)} slowest said, --durations={shown} run")
+    return problems
+
+
+def _listed_target_problems(comments: dict[str, str], make: Makefile) -> list[str]:
+    """The targets whose comment lists what they run: test-fast, bench, lint, and the verbs."""
+    problems = []
+    if "test-fast" in comments:
+        excluded = set(re.findall(r"not (\w+)", make.expand("$(FAST)")))
+        named = re.search(r"no (.*)$", comments["test-fast"])
+        said = {_FAST_EXCLUDES.get(w, w) for w in _listed(named.group(1) if named else "")}
+        if said != excluded:
+            problems.append(
+                f"make test-fast: leaves out {sorted(said)} said, {sorted(excluded)} run"
+            )
+    if "bench" in comments:
+        named = _listed(comments["bench"].split(":", 1)[-1])
+        commands = make.recipe("bench")
+        run = {c for c in _BENCHMARKS.values() if any(c in line for line in commands)}
+        if {_BENCHMARKS.get(w, w) for w in named} != run or len(commands) != len(run):
+            problems.append(f"make bench: {named} said, {commands} run")
+    if "lint" in comments:
+        tools = _listed(comments["lint"])
+        problems += [f"make lint: {t!r} said, not run" for t in tools if not _runs(make, "lint", t)]
+        if len(make.recipe("lint")) != len(tools):
+            problems.append(f"make lint: {tools} said, {make.recipe('lint')} run")
+    for verb in ("demo", "lab", "release"):
+        if verb in make.rules and not _runs(make, verb, f"specdec-course {verb}"):
+            problems.append(f"make {verb}: does not run specdec-course {verb}")
+    learner = make.expand("$(LEARNER_VENV)") + "/bin/specdec-course"
+    if "learner" in comments.get("lab", "") and not _runs(make, "lab", learner):
+        problems.append("make lab: the learner's JupyterLab said, not the learner's environment")
+    return problems
+
+
+def _clean_problems(readme: str, make: Makefile) -> list[str]:
+    """``make clean``: what it removes."""
+    said = re.search(r"`make clean` removes (.*?)\.\s", readme, flags=re.S)
+    text = said.group(1) if said else ""
+    named = {w.rstrip("/") for w in re.findall(r"`([^`]+)`", text)}
+    if "the demo and scratch folders" in text:
+        named |= {".demo", ".scratch"}
+    removed = {w.rstrip("/") for line in make.recipe("clean") for w in line.split()[2:]}
+    if named != removed:
+        return [f"make clean: removes {sorted(named)} said, {sorted(removed)} run"]
+    return []
+
+
+def _set_up_problems(readme: str, make: Makefile, system_deps: str) -> list[str]:
+    """``make demo`` and ``make test`` set themselves up, the Debian packages included."""
+    installs = set(re.findall(r"missing\+=\(([\w.-]+)\)", system_deps))
+    said = re.search(
+        r"Debian packages it needs when they are\s+missing: (.*?)\.\s+[A-Z]", readme, re.S
+    )
+    listed = re.sub(r"\([^)]*\)", "", said.group(1)) if said else ""  # not what it says of each
+    named = set(re.findall(r"`([\w.-]+)`", listed))
+    problems = []
+    if named != installs:
+        problems.append(f"Debian packages: {sorted(named)} said, {sorted(installs)} installed")
+    stamp = make.expand("$(STAMP)")
+    for target in ("demo", "test"):
+        if stamp not in make.prerequisites(target):
+            problems.append(f"make {target}: does not set itself up ({stamp})")
+    if not _runs(make, stamp, "install-system-deps.sh"):
+        problems.append("the set-up does not install the Debian packages")
+    return problems
+
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+MAKE_FILES = ("README.md", "Makefile", "scripts/install-system-deps.sh")
+
+
+def test_the_module_map_names_every_module():
+    assert module_map_problems(ARCHITECTURE.read_text(encoding="utf-8")) == []
+
+
+def test_the_readme_says_what_each_make_target_does():
+    texts = [(REPO / name).read_text(encoding="utf-8") for name in MAKE_FILES]
+    assert readme_make_problems(*texts) == []
+
+
+def test_the_map_and_make_checks_catch_a_missing_module_and_a_wrong_description():
+    """Each check fails on a page or a Makefile that is wrong in its way."""
+    page = ARCHITECTURE.read_text(encoding="utf-8")
+    no_row = "\n".join(line for line in page.splitlines() if "tree_decoding.py" not in line)
+    assert module_map_problems(no_row) == [
+        "specdec_reference/tree_decoding.py: no row in the module map"
+    ]
+    no_kit = page.replace("(`kit.py`)", "")
+    assert module_map_problems(no_kit) == [
+        "autograder/handout/kit: not named in its row of the module map"
+    ]
+
+    readme, makefile, deps = ((REPO / name).read_text(encoding="utf-8") for name in MAKE_FILES)
+    said = re.search(r"`make test` runs .*?\.\n", readme, flags=re.S).group(0)
+    two_parts = readme.replace(
+        said,
+        "`make test` runs the fast tests on every core, then the rest; each part ends with its "
+        "25\nslowest tests and pytest's summary line.\n",
+    )
+    wrong = {
+        "two parts": (two_parts, makefile, deps),
+        "workers": (readme, makefile.replace("TEST_WORKERS ?= 3", "TEST_WORKERS ?= 2"), deps),
+        "durations": (readme, makefile.replace("--durations=25", "--durations=10"), deps),
+        "test-fast": (readme, makefile.replace(" and not hub", ""), deps),
+        "bench": (readme, makefile.replace("\t$(BIN)/python benchmarks/run_all.py\n", ""), deps),
+        "lint": (readme, makefile.replace("\t$(BIN)/ruff format --check", "\t#"), deps),
+        "lab": (
+            readme,
+            makefile.replace("$(LEARNER_VENV)/bin/specdec-course lab", "$(BIN)/specdec-course lab"),
+            deps,
+        ),
+        "clean": (readme, makefile.replace(" gradebook.db\n", "\n"), deps),
+        "debian": (readme, makefile, deps.replace("missing+=(npm)", "true")),
+        "set-up": (readme, makefile.replace("demo: $(STAMP)", "demo:"), deps),
+        "phony": (readme, makefile.replace("bench clean", "bench clean docs"), deps),
+    }
+    found = {name: readme_make_problems(*texts) for name, texts in wrong.items()}
+    assert {name: len(problems) for name, problems in found.items()} == dict.fromkeys(wrong, 1)
+    assert "no longer says" in found["two parts"][0]
+    assert "-n 2" in found["workers"][0] and "--durations=10" in found["durations"][0]
+    assert "hub" in found["test-fast"][0] and "npm" in found["debian"][0]
+    assert "gradebook.db" in found["clean"][0] and "make docs" in found["phony"][0]

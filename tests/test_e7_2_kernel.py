@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 import nbformat
 import pytest
-from support.course import autograded_expectations
+from support.course import REPO, autograded_expectations
 
-REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_2_acceptance_tests"
 SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
 EXPECTED = autograded_expectations(ASSIGNMENT)

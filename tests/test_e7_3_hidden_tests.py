@@ -4,17 +4,18 @@ The source notebook's test cells run here in this process, after learner code bu
 solution bodies (the samples' and the extra mutants below), with no kernel: the cells run
 in one shared namespace, the way a kernel runs them.  The generic checks (source full
 marks, release zero, samples' expected scores through the real grader...) live in
-test_lessons.py; the kernel-level checks of this lesson are in test_e7_3_kernel.py.
+test_lessons.py, the lessons' contract in test_lesson_contracts.py (which reads
+``EXTRA_MUTANTS`` and ``GRADED_PHRASES`` here); the kernel-level checks of this lesson are
+in test_e7_3_kernel.py.
 """
 
 from __future__ import annotations
 
-import doctest
 import math
 import re
 
 import pytest
-from support.lessons import Lesson, failing, learner_cell
+from support.lessons import Lesson, failing
 
 #: Ungraded cells that a visible test relies on (the toy models of Part 5) or that every
 #: learner runs first; plots and demonstrations are skipped.
@@ -32,25 +33,9 @@ def execute(bodies=None, *, only=None, replace=None):
     return LESSON.run(bodies, only=only, replace=replace).outcomes
 
 
-@pytest.fixture(scope="module")
-def reference_outcomes():
-    return execute()
-
-
 # ---------------------------------------------------------------------------
 # Correct solutions get full marks
 # ---------------------------------------------------------------------------
-
-
-def test_the_reference_solutions_pass_every_test_cell(reference_outcomes):
-    assert set(reference_outcomes) == set(TEST_CELLS)
-    assert failing(reference_outcomes) == {}
-
-
-@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s.startswith("variant-")])
-def test_correct_variants_pass_every_test_cell(scenario):
-    """Python or numpy types, lists or arrays, loops or vectorized, r * q <= p."""
-    assert failing(execute(SCENARIOS[scenario])) == {}
 
 
 # Correct, but with the draws in another order than the docstring's: every uniform first,
@@ -152,7 +137,7 @@ def test_each_sample_mistake_loses_exactly_its_cells_with_a_message_naming_it(sc
         assert words in lost[gid], lost[gid]
 
 
-# Mistakes that have no sample notebook: {name: (bodies, {lost cell: words or None})}.
+# Mistakes that have no sample notebook: {name: (bodies, None: every cell, {lost cell: words})}.
 EXTRA_MUTANTS = {
     "greedy-no-bonus": (
         {
@@ -166,6 +151,7 @@ EXTRA_MUTANTS = {
             return out
             """
         },
+        None,  # every cell
         {
             "test_greedy_step_examples": "the draft without the bonus token",
             "test_greedy_step_first_max_on_ties": "first maximum",
@@ -183,6 +169,7 @@ EXTRA_MUTANTS = {
             return out + [int(np.argmax(target_probs[len(draft_tokens)]))]
             """
         },
+        None,  # every cell
         {
             "test_greedy_step_examples": "keeping the mismatched drafted token",
             "test_greedy_step_first_max_on_ties": "first maximum",
@@ -201,6 +188,7 @@ EXTRA_MUTANTS = {
             return out + [int(np.argmax(target_probs[len(draft_tokens)]))]
             """
         },
+        None,  # every cell
         {"test_greedy_step_first_max_on_ties": "first maximum on ties"},
     ),
     "residual-of-the-draft": (
@@ -212,6 +200,7 @@ EXTRA_MUTANTS = {
             return excess / excess.sum()
             """
         },
+        None,  # every cell
         {
             "test_residual_distribution_values": "the residual of the draft, max(0, q - p)",
             # 0.1 + 0.2 > 0.3: the draft's residual has (rounding) mass where the target's has none
@@ -220,6 +209,7 @@ EXTRA_MUTANTS = {
     ),
     "expected-tokens-accepted-only": (
         {"expected_tokens": "return float(sum(alpha**i for i in range(1, k + 1)))"},
+        None,  # every cell
         {
             "test_expected_tokens_worked_example": "accepted drafted tokens only",
             "test_expected_tokens_alpha_one": "without the bonus token",
@@ -234,10 +224,11 @@ EXTRA_MUTANTS = {
             return out + [int(rng.choice(vocab, p=target_probs[len(out)]))]
             """
         },
+        None,  # every cell
         {
             "test_speculative_step_stops_at_first_rejection": "keeping the rejected drafted token",
             "test_speculative_step_follows_target": "never rejecting",
-            "test_speculative_step_seeded": None,
+            "test_speculative_step_seeded": "",  # any message
         },
     ),
     # The bonus token from the first row: the first emitted token is right, the bonus is not.
@@ -258,10 +249,11 @@ EXTRA_MUTANTS = {
             return out + [int(rng.choice(vocab, p=target_probs[0]))]
             """
         },
+        None,  # every cell
         {
-            "test_speculative_step_bonus_when_all_accepted": None,
+            "test_speculative_step_bonus_when_all_accepted": "",  # any message
             "test_speculative_step_follows_target": "the bonus position",
-            "test_speculative_step_seeded": None,
+            "test_speculative_step_seeded": "",  # any message
         },
     ),
     # The residual of position 0 after any rejection: right for the first token only, so
@@ -283,10 +275,11 @@ EXTRA_MUTANTS = {
             return out + [int(rng.choice(vocab, p=target_probs[len(out)]))]
             """
         },
+        None,  # every cell
         {
-            "test_speculative_step_stops_at_first_rejection": None,
+            "test_speculative_step_stops_at_first_rejection": "",  # any message
             "test_speculative_step_follows_target": "tokens at position 1",
-            "test_speculative_step_seeded": None,
+            "test_speculative_step_seeded": "",  # any message
         },
     ),
     # Correct for arrays only; the docstring says target_probs may be a list of lists.
@@ -302,9 +295,10 @@ EXTRA_MUTANTS = {
             return out + [int(target_probs[len(draft_tokens)].argmax())]
             """
         },
+        None,  # every cell
         {
             "test_greedy_step_examples": "list of lists here, as the docstring allows",
-            "test_greedy_step_first_max_on_ties": None,
+            "test_greedy_step_first_max_on_ties": "",  # any message
         },
     ),
     "spec-accept-inverted-ratio": (
@@ -318,6 +312,7 @@ EXTRA_MUTANTS = {
             return accepted
             """
         },
+        None,  # every cell
         {
             "test_spec_accept_accepts_by_ratio": "the inverted ratio q/p",
             "test_spec_accept_ratio_at_least_one": "the inverted ratio q/p",
@@ -327,16 +322,6 @@ EXTRA_MUTANTS = {
         },
     ),
 }
-
-
-@pytest.mark.parametrize("name", sorted(EXTRA_MUTANTS))
-def test_extra_mutants_lose_exactly_their_cells(name):
-    bodies, expected = EXTRA_MUTANTS[name]
-    lost = failing(execute(bodies))
-    assert set(lost) == set(expected), lost
-    for gid, words in expected.items():
-        if words:
-            assert words in lost[gid], f"{gid}: {lost[gid]}"
 
 
 # ---------------------------------------------------------------------------
@@ -498,47 +483,9 @@ GRADED_PHRASES = {
 }
 
 
-@pytest.mark.parametrize("grade_id", sorted(GRADED_PHRASES))
-def test_each_docstring_states_the_graded_behaviour(grade_id):
-    assert LESSON.missing_docstring_phrases(grade_id, GRADED_PHRASES[grade_id]) == []
-
-
 def test_the_expected_tokens_tolerance_in_the_tests_is_the_docstrings():
     for gid in ("test_expected_tokens_near_one",):
         assert "1e-12 * " in TEST_CELLS[gid].source
-
-
-@pytest.mark.parametrize("grade_id", sorted(GRADED_PHRASES))
-def test_docstring_examples_hold_for_the_reference_solution(grade_id):
-    import numpy as np
-
-    source = learner_cell(SOLUTION_CELLS[grade_id].source, REFERENCE_BODIES[grade_id])
-    ns = {"np": np}
-    exec(compile(source, grade_id, "exec"), ns)
-    finder = doctest.DocTestFinder()
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    tests = finder.find(ns[grade_id], grade_id, globs={"np": np, **ns})
-    assert sum(len(t.examples) for t in tests) >= 1
-    for test in tests:
-        runner.run(test, out=lambda _text: None)
-    assert runner.failures == 0
-
-
-def test_visible_asserts_never_depend_on_hidden_helpers():
-    """A learner's release notebook runs: no visible line names a hidden-only helper."""
-    for gid, cell in TEST_CELLS.items():
-        visible = []
-        inside = False
-        for line in cell.source.splitlines():
-            if "### BEGIN HIDDEN TESTS" in line:
-                inside = True
-            elif "### END HIDDEN TESTS" in line:
-                inside = False
-            elif not inside:
-                visible.append(line)
-        text = "\n".join(visible)
-        for name in ("_e73", "_checks", "_ref", "_np"):
-            assert name not in text, f"{gid}: the visible part uses {name}"
 
 
 # ---------------------------------------------------------------------------

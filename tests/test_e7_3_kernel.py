@@ -7,12 +7,10 @@ grading rules that need a kernel, through the course's own grader (``autograder.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from support.course import autograded_expectations
+from support.course import REPO, autograded_expectations
 
-REPO = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "e7_3_accept_step"
 SAMPLES = REPO / "tests" / "files" / ASSIGNMENT
 EXPECTED = autograded_expectations(ASSIGNMENT)

@@ -178,8 +178,9 @@ def test_the_start_of_grade_kills_what_dead_workers_left(tmp_path):
     alive = subprocess.Popen(
         ["sleep", f"{token}2"], env={**os.environ, JOB_MARKER: f"{os.getpid()}-job-alive"}
     )
-    # A sandbox started the way an earlier version did (no tether), whose starter is gone:
-    # its learner child has cleared its environment, so only its sandbox betrays it.
+    # A sandbox whose tether was killed outright with its worker before bubblewrap armed
+    # --die-with-parent (started here without either): its learner child has cleared its
+    # environment, so only its sandbox betrays it.
     (tmp_path / "cwd").mkdir()
     launch = Launch(
         run_dir=tmp_path / "run",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 import shutil
 import signal
@@ -569,27 +568,3 @@ def test_memory_is_limited_for_all_processes_together(mini_course, release_nb, t
     assert time.monotonic() - start < 60
     assert r.status == "failed" and "memory-limit" in r.flags
     assert "GiB limit" in r.reason and r.score == 0
-
-
-# ---------------------------------------------------------------------------------------
-# Results files written before they carried their schema
-# ---------------------------------------------------------------------------------------
-
-
-def test_grade_resumes_a_run_whose_results_files_carry_no_schema(mini_course, release_nb, tmp_path):
-    subs = tmp_path / "subs"
-    write_nb(subs / "alice.ipynb", fill(release_nb, **CORRECT))
-    write_nb(subs / "bob.ipynb", fill(release_nb, **WRONG_SQUARE))
-    first = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
-    results = mini_course / "reports" / "mini" / "results"
-    grades = (mini_course / "reports" / "mini" / "grades.csv").read_text()
-    for path in results.glob("*.json"):  # rewrite each one as the grader wrote it before
-        data = json.loads(path.read_text())
-        assert data.pop("schema") == 1
-        path.write_text(json.dumps(data, indent=2))
-
-    again = grade("mini", submissions=subs, course=mini_course, workers=2, sandbox=SANDBOX)
-
-    assert sorted(again.reused) == ["alice", "bob"] and again.graded_now == []
-    assert again.results == first.results
-    assert (mini_course / "reports" / "mini" / "grades.csv").read_text() == grades

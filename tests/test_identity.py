@@ -1,9 +1,9 @@
 """Who a student is: one `Identity`, held whole from the download to the results file.
 
 How two identities merge (the download's first claim, the roster over the download, the
-submission over an earlier result); that a results file as the grader writes it today
-reads back the same, and is written back the same but for its ``"schema": 1``; the
-gradebook row and the CSV export it gives; and that a file of another schema is not read.
+submission over an earlier result); that a results file as the grader writes it reads
+back the same and is written back byte for byte; the gradebook row and the CSV export it
+gives; and that a file of another schema, or of none, is not read.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from autograder.render.gradesheets import csv_sheet
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1", id="c0")])).encode()
 
-#: ``results/5531.json`` exactly as the grader wrote it before results carried a schema.
+#: ``results/5531.json`` exactly as the grader writes it.
 TODAYS_FILE = """{
+  "schema": 1,
   "student": "5531",
   "assignment": "mini",
   "status": "graded",
@@ -150,7 +151,7 @@ def test_a_result_says_who_the_submission_says_and_keeps_what_it_does_not_know()
 # ---------------------------------------------------------------------------------------
 
 
-def test_a_results_file_written_before_the_schema_reads_back_the_same():
+def test_a_results_file_reads_back_the_same():
     result = SubmissionResult.from_json(TODAYS_FILE)
 
     assert result.identity == JANE
@@ -165,7 +166,7 @@ def test_a_results_file_written_before_the_schema_reads_back_the_same():
         ("test_cube", CellStatus.FAILED, Stop.NOT_RUN),
     ]
     # Written back byte for byte, its identity at the top level, with its schema first.
-    assert result.to_json() == '{\n  "schema": 1,\n' + TODAYS_FILE[2:]
+    assert result.to_json() == TODAYS_FILE
     assert SubmissionResult.from_json(result.to_json()) == result
 
 
@@ -211,10 +212,13 @@ def test_the_gradebook_row_and_the_csv_export_of_a_results_file_are_as_before(tm
     ]
 
 
-@pytest.mark.parametrize("schema", [0, 2, "1", None, 1.5, True])
+@pytest.mark.parametrize("schema", [0, 2, "1", None, 1.5, True, "missing"])
 def test_a_file_of_another_schema_is_not_a_result(tmp_path, schema):
     path = tmp_path / "5531.json"
-    path.write_text(json.dumps({**json.loads(TODAYS_FILE), "schema": schema}))
+    data = {**json.loads(TODAYS_FILE), "schema": schema}
+    if schema == "missing":
+        del data["schema"]
+    path.write_text(json.dumps(data))
 
     assert load_result(path) is None  # graded again, as an unreadable file is
 

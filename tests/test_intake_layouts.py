@@ -209,6 +209,24 @@ def test_two_names_that_fold_alike_stay_two_students():
     assert any(f.startswith("id-collision") for f in by_id(intake)["Zoe-2"].flags)
 
 
+def test_a_class_in_several_scripts_gets_readable_ids():
+    """Names in Chinese, Arabic, Cyrillic and accented Latin are transliterated; two
+    Chinese names that read alike (李雷, 李蕾: both Li Lei) stay two students."""
+    files = {
+        "李雷.ipynb": NB,
+        "李蕾.ipynb": NB2,
+        "王芳.ipynb": NB,
+        "محمد علي.ipynb": NB,
+        "Иван Петров/hw.ipynb": NB,
+        "José María.ipynb": NB,
+    }
+    intake = parse_download(as_members(files), CTX)
+    ids = by_id(intake)
+    assert sorted(ids) == ["Ivan_Petrov", "Jose_Maria", "LiLei", "LiLei-2", "WangFang", "mhmd_ly"]
+    collided = {i for i, r in ids.items() if any(f.startswith("id-collision") for f in r.flags)}
+    assert collided == {"LiLei-2"}
+
+
 def test_detection_scores_are_not_fooled_by_plain_names():
     s = scores(as_members({"alice.ipynb": NB, "bob_smith.ipynb": NB}), CTX)
     assert max(s.values()) < 0.5

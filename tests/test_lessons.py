@@ -167,7 +167,9 @@ def _chapter_reference(assignment: str):
 
 
 def test_every_lesson_carries_the_same_chapter_reference():
-    """The chapter reference is one section, word for word in every lesson, and it says so.
+    """The chapter reference is one section, word for word in every lesson, and it says so
+    without naming the lessons: the README's table lists them, so a new lesson changes no
+    other lesson.
 
     Its code cell defines no name that a lesson grades (E7.3 grades its own
     ``expected_tokens``), so Run all cannot overwrite a learner's function with it.
@@ -175,11 +177,10 @@ def test_every_lesson_carries_the_same_chapter_reference():
     sections = {a: _chapter_reference(a) for a in LESSONS}
     assert all(sections.values()), [a for a, s in sections.items() if not s]
     markdown, code = sections[LESSONS[0]]
-    carriers = ", ".join(f"E{a[1]}.{a[3]}" for a in LESSONS[:-1])
-    last = LESSONS[-1]
-    assert f"lessons {carriers} and E{last[1]}.{last[3]} all carry it word for word" in " ".join(
-        markdown.source.split()
-    )
+    said = " ".join(markdown.source.split())
+    assert "every lesson of the chapter carries it word for word" in said
+    assert "The README that comes with the lessons lists them in order." in said
+    assert not re.search(r"\bE\d+\.\d+\b", said), re.findall(r"\bE\d+\.\d+\b", said)
     for assignment, (md, cell) in sections.items():
         assert md.source == markdown.source, assignment
         assert cell.source == code.source, assignment
@@ -187,6 +188,18 @@ def test_every_lesson_carries_the_same_chapter_reference():
         graded = {c.metadata["nbgrader"]["grade_id"] for c in cells_of(nb, solution=True)}
         defined = set(re.findall(r"^def (\w+)", cell.source, re.M))
         assert not defined & graded, (assignment, defined & graded)
+
+
+def test_the_readme_lists_every_lesson_in_order_with_its_title_and_notebook():
+    """The chapter's outline is the README's table: one row per lesson of ``source/``."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (E\d+\.\d+) \*([^*]+)\* \| `(\w+)` \| `([\w.]+)` \|$", readme, re.M)
+    titles = []
+    for assignment in LESSONS:
+        nb = nbformat.read(REPO / "source" / assignment / f"{notebook_name(assignment)}.ipynb", 4)
+        number, title = nb.cells[0].source.splitlines()[0].removeprefix("# ").split(" ", 1)
+        titles.append((number, title, assignment, f"{notebook_name(assignment)}.ipynb"))
+    assert rows == titles
 
 
 @pytest.mark.parametrize("assignment", LESSONS)

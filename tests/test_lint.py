@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.course import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 RUFF = Path(sys.executable).with_name("ruff")
 PATHS = ["autograder", "specdec_reference", "tests", "benchmarks"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specdec_reference import decoding, ngram, tree_cache, trees
+from specdec_reference import decoding, ngram, tree_cache, tree_decoding, trees
 from specdec_reference.testing import e7_4
 from specdec_reference.testing.e7_4.distribution import check_distribution
 
@@ -195,8 +195,8 @@ def test_verify_tree_returns_the_path_and_one_more_token(models):
     rng = np.random.default_rng(3)
     context = ngram.encode("def ")
     for _ in range(50):
-        tree, q_rows = trees.draft_tree(draft, context, (3, 2, 1), rng)
-        p_rows = trees.tree_rows(target, context, tree)
+        tree, q_rows = tree_decoding.draft_tree(draft, context, (3, 2, 1), rng)
+        p_rows = tree_decoding.tree_rows(target, context, tree)
         emitted, path = trees.verify_tree(tree, p_rows, q_rows, rng)
         tokens, parents = tree
         assert len(emitted) == len(path) + 1
@@ -231,7 +231,7 @@ def test_greedy_verify_tree_is_the_longest_matching_path(seed):
 def test_tree_decoding_at_temperature_zero_is_greedy_decoding(models, prompt, widths):
     target, draft = models
     context = ngram.encode(prompt)
-    out, stats = trees.tree_decode(target, draft, context, 60, widths, None, 0)
+    out, stats = tree_decoding.tree_decode(target, draft, context, 60, widths, None, 0)
     assert out == decoding.generate(target, context, 60, None, temperature=0)
     assert all(e == a + 1 for _, a, e in stats)
 
@@ -262,7 +262,9 @@ def sequence_counts(models, verify, runs, seed, prompt="import ", widths=(3, 2),
     rng = np.random.default_rng(seed)
     counts: dict[str, int] = {}
     for _ in range(runs):
-        out, _ = trees.tree_decode(target, draft, context, 2, widths, rng, temperature, verify)
+        out, _ = tree_decoding.tree_decode(
+            target, draft, context, 2, widths, rng, temperature, verify
+        )
         text = ngram.decode(out)
         counts[text] = counts.get(text, 0) + 1
     exact = decoding.prefix_distribution(target, context, 2, temperature)

@@ -288,7 +288,7 @@ def _locked(exc: BaseException) -> bool:
 
 
 def load_result(path: Path) -> SubmissionResult | None:
-    """The result recorded at ``path`` (this version's or an earlier one's), or None."""
+    """The result recorded at ``path``, or None (unreadable, or of another schema)."""
     try:
         return SubmissionResult.from_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, KeyError, TypeError):

@@ -5,8 +5,7 @@ parent records.  The JSON file ``reports/<assignment>/results/<student>.json`` i
 serialisation (:meth:`SubmissionResult.to_json`), version :data:`SCHEMA`: what only the
 grader knows (each test cell's autograded score, status and message, the flags, the
 student's :class:`~autograder.intake.records.Identity`, written as top-level fields).  A
-file without ``"schema"`` is read as this version (as the grader wrote it before the
-field).
+file of another schema, or without one, is not read.
 
 The grades that leave the tool are these results with nbgrader's gradebook read over
 them (:mod:`autograder.grading.gradebook_grades`): the fields marked :data:`GRADEBOOK`
@@ -206,7 +205,7 @@ class SubmissionResult:
         """Read a results file's fields; a ValueError for another schema than this one's."""
         if not isinstance(data, dict):
             raise ValueError("a results file holds one JSON object")
-        schema = data.get("schema", SCHEMA)
+        schema = data.get("schema")
         if type(schema) is not int or schema != SCHEMA:
             raise ValueError(f"results file of schema {schema!r} (this grader reads {SCHEMA})")
         return cls(

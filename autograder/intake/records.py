@@ -11,10 +11,11 @@ disk but a member's :attr:`Member.data`, which a notebook's spool gives back.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
+
+from anyascii import anyascii
 
 from autograder.intake.spool import Content, HoldsContent
 
@@ -143,17 +144,21 @@ class Claim:
 def normalize_student_id(name: str) -> str:
     """Return a safe student id for a file or folder name.
 
-    Accents are folded to ASCII, anything outside ``[A-Za-z0-9._-]`` becomes ``_``,
-    runs of ``_`` collapse, and leading dots are removed.
+    Every script is transliterated to ASCII by ``anyascii`` (accents dropped, Chinese,
+    Arabic, Cyrillic... spelt in Latin letters), anything outside ``[A-Za-z0-9._-]``
+    becomes ``_``, runs of ``_`` collapse, and leading dots are removed; a name with
+    nothing left is ``student``.
 
     >>> normalize_student_id("Zoë Müller")
     'Zoe_Muller'
     >>> normalize_student_id("../../etc/passwd")
     'etc_passwd'
-    >>> normalize_student_id("李雷")
+    >>> normalize_student_id("李雷"), normalize_student_id("Иван Петров")
+    ('LiLei', 'Ivan_Petrov')
+    >>> normalize_student_id("\u200b")
     'student'
     """
-    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode("ascii")
+    folded = anyascii(name)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", folded)
     safe = re.sub(r"_+", "_", safe).strip("._-")
     safe = safe[:MAX_ID_LENGTH].rstrip("._-")

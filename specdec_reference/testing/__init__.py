@@ -18,12 +18,11 @@ One module per concern, re-exported here:
 - :mod:`~specdec_reference.testing.statistics`: Hoeffding-bounded statistical checks;
 - :mod:`~specdec_reference.testing.isolation`: no cascade, no global random state;
 - :mod:`~specdec_reference.testing.guard`: the learner must not use the reference;
-- per lesson, the helpers its hidden tests share (the module
-  :mod:`~specdec_reference.testing.e7_1`, the subpackages
-  :mod:`~specdec_reference.testing.e7_2`, :mod:`~specdec_reference.testing.e7_3`,
-  :mod:`~specdec_reference.testing.e7_4`, :mod:`~specdec_reference.testing.e7_5` and
-  :mod:`~specdec_reference.testing.e7_6`, one module per part of the lesson), imported by
-  the lesson's cells and not re-exported here.
+- per lesson, the helpers its hidden tests share (the subpackages
+  :mod:`~specdec_reference.testing.e7_1`, :mod:`~specdec_reference.testing.e7_2`,
+  :mod:`~specdec_reference.testing.e7_3`, :mod:`~specdec_reference.testing.e7_4`,
+  :mod:`~specdec_reference.testing.e7_5` and :mod:`~specdec_reference.testing.e7_6`, one
+  module per part of the lesson), imported by the lesson's cells and not re-exported here.
 
 A hidden test cell starts like this (the first line records, once per kernel,
 whether the learner's code had imported the reference before any test did)::

@@ -10,10 +10,15 @@ changes two things:
 * **The longest units go first.**  A worker takes the next unit when it is nearly done, so
   a long unit handed out last would run alone at the end.
 
+* **A file of per-lesson checks is one unit per lesson** (:data:`BY_LESSON`): its tests
+  share no fixture, and each lesson's take as long as a lesson's own file.
+
 It only orders and groups; every test still runs once, with its own file's fixtures.
 """
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -33,6 +38,10 @@ GRADED_LESSONS_FILES = frozenset(
 
 #: The name of that unit.
 GRADED_LESSONS = "graded lessons"
+
+#: Files without module fixtures whose tests are one unit per lesson (the first part of a
+#: test's parameters, ``[e7_4-...]``), so that the lessons' checks run side by side.
+BY_LESSON = frozenset({"tests/test_lesson_contracts.py"})
 
 #: The units that take longest, longest first; the others follow in collection order.
 LONGEST_FIRST = (
@@ -54,9 +63,13 @@ def file_of(nodeid: str) -> str:
 
 
 def unit_of(nodeid: str) -> str:
-    """The unit a test runs in: its file, or :data:`GRADED_LESSONS`."""
+    """The unit a test runs in: its file, its file's lesson (:data:`BY_LESSON`), or
+    :data:`GRADED_LESSONS`."""
     path = file_of(nodeid)
-    return GRADED_LESSONS if path in GRADED_LESSONS_FILES else path
+    if path in GRADED_LESSONS_FILES:
+        return GRADED_LESSONS
+    lesson = re.search(r"\[(e\d+_\d+)\b", nodeid) if path in BY_LESSON else None
+    return f"{path}[{lesson.group(1)}]" if lesson else path
 
 
 def pytest_collection_modifyitems(config, items) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import decoding, ngram, trees
+from ... import decoding, ngram, tree_decoding, trees
 from ..calls import call_or_fail
 from ..compare import check_equal
 from .shared import ints
@@ -98,8 +98,8 @@ def check_greedy_tree_decoding(
     out: list[int] = []
     while len(out) < n:
         text = context + out
-        tokens, parents = trees.topk_tree(draft_model, text, widths)
-        best = [int(np.argmax(r)) for r in trees.tree_rows(target, text, (tokens, parents))]
+        tokens, parents = tree_decoding.topk_tree(draft_model, text, widths)
+        best = [int(np.argmax(r)) for r in tree_decoding.tree_rows(target, text, (tokens, parents))]
         emitted, _ = _call(fn, tokens, parents, best, "greedy_verify_tree(tree, target_argmax)")
         if not emitted:
             raise AssertionError(

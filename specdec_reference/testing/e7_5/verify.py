@@ -58,7 +58,7 @@ def _checked(fn: Callable[..., Any], call: str, *, bonus: bool = True) -> Callab
 
 
 class _Drafter:
-    """Draft trees as :func:`~specdec_reference.trees.draft_tree` does, faster.
+    """Draft trees as :func:`~specdec_reference.tree_decoding.draft_tree` does, faster.
 
     The same distribution (each node's children i.i.d. from its tempered draft row,
     duplicates kept), but each node's children come from one ``rng.random(width)`` through
@@ -138,7 +138,7 @@ def check_tree_sequence_distribution(
 ) -> None:
     """Fail unless tree decoding with ``fn`` gives the target's first 2 characters.
 
-    ``runs`` decodes of 2 characters, each :func:`~specdec_reference.trees.tree_decode`'s
+    ``runs`` decodes of 2 characters, each :func:`~specdec_reference.tree_decoding.tree_decode`'s
     loop with ``fn`` as its verification (trees drafted by :class:`_Drafter`), share one
     ``np.random.default_rng(seed)``; the first
     character and the 2-character strings are compared with the exact distributions by
@@ -156,7 +156,7 @@ def check_tree_sequence_distribution(
     drafter = _Drafter(target, draft_model, temperature)
     for _ in range(runs):
         out: list[int] = []
-        while len(out) < 2:  # trees.tree_decode's loop, with the rows memoized
+        while len(out) < 2:  # tree_decoding.tree_decode's loop, with the rows memoized
             tree, p_rows, q_rows = drafter.tree(context + out, widths, rng)
             out += verify(tree, p_rows, q_rows, rng)[0]
         text = ngram.decode(out[:2])

@@ -13,7 +13,7 @@ from ... import analysis, roofline, serving, specs
 from ..calls import call_or_fail
 from ..compare import check_close, check_equal
 from ..convert import as_bool, as_int
-from ..e7_1 import _h, _m, random_hardware, random_model
+from ..e7_1.shared import _h, _m, random_hardware, random_model
 
 
 def _times(model: Mapping[str, Any], hardware: Mapping[str, Any], tokens: float):
