@@ -25,7 +25,7 @@ import symtable
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from autograder.cells import is_test_cell, nbgrader_meta
+from autograder.cells import nbgrader_meta
 
 #: The cell tag that marks a demonstration in ``source/``.
 DEMO_TAG = "demo"

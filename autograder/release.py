@@ -300,9 +300,9 @@ def _self_check(root: Path, stages: list[_Stage], sandbox: bool | None) -> None:
         results: dict[tuple[str, str, str], dict[bool, SubmissionResult]] = {}
         for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
             stage = by_assignment[job.assignment]
-            results.setdefault((job.assignment, job.notebook, job.student), {})[
-                job.run_demos
-            ] = result
+            results.setdefault((job.assignment, job.notebook, job.student), {})[job.run_demos] = (
+                result
+            )
             if not job.run_demos:
                 stage.problems += _check_problems(
                     templates[job.assignment], stage.report, job, result

@@ -14,11 +14,10 @@ import pytest
 from nbformat.v4 import new_code_cell
 from support.course import (
     CORRECT,
-    autograded_expectations,
     FILES,
     MINI_SOURCE,
     WRONG_SQUARE,
-    fill,
+    autograded_expectations,
     job_factory,
     new_course,
     ready_mini_course,
@@ -103,8 +102,17 @@ def test_release_refuses_a_marked_cell_that_a_test_needs(tmp_path):
     source = mini_with(
         tmp_path,
         (2, demo_cell("LIMIT = 3", "demo_limit")),
-        (3, code("assert square(LIMIT) == 9", grade=True, grade_id="test_limit", points=1,
-                 solution=False, locked=True)),
+        (
+            3,
+            code(
+                "assert square(LIMIT) == 9",
+                grade=True,
+                grade_id="test_limit",
+                points=1,
+                solution=False,
+                locked=True,
+            ),
+        ),
     )
     course = new_course(tmp_path / "course", {"mini": source})
     with pytest.raises(ReleaseError) as refused:
@@ -121,8 +129,17 @@ def test_the_self_check_refuses_a_score_that_depends_on_a_demonstration(tmp_path
         tmp_path,
         (1, code("settings = {'n': 2}")),
         (3, demo_cell("settings['n'] = 3", "demo_settings")),
-        (4, code("assert square(settings['n']) == 9", grade=True, grade_id="test_settings",
-                 points=1, solution=False, locked=True)),
+        (
+            4,
+            code(
+                "assert square(settings['n']) == 9",
+                grade=True,
+                grade_id="test_settings",
+                points=1,
+                solution=False,
+                locked=True,
+            ),
+        ),
     )
     course = new_course(tmp_path / "course", {"mini": source})
     with pytest.raises(ReleaseError) as refused:
@@ -151,9 +168,7 @@ def executed(result) -> dict[str, nbformat.NotebookNode]:
 
 @pytest.mark.kernel
 @pytest.mark.sandbox
-def test_a_learner_cannot_move_the_skip_by_marks_metadata_or_monkeypatching(
-    demo_course, tmp_path
-):
+def test_a_learner_cannot_move_the_skip_by_marks_metadata_or_monkeypatching(demo_course, tmp_path):
     """The release's demonstration unmarked, unlocked and rewritten; every test cell and a
     learner cell tagged to be skipped (the mark, and nbclient's own ``skip-execution``);
     learner code that patches the module that decides, sets nbgrader's execution flag and
