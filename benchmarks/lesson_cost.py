@@ -17,8 +17,8 @@ A lesson's other costs are single tests, which ``--durations`` shows: its browse
 (``tests/test_browser.py``), its Run all (``tests/test_lessons_run.py``, timed by
 ``benchmarks/run_all.py``) and its in-process hidden-test tests (the fast tier).
 
-This is a benchmark, not a test: it asserts nothing.  The figures are in
-``docs/performance.md``.
+This is a benchmark, not a test: it asserts nothing.  The suite's figures are in
+``docs/testing.md``, the ``--both`` table in ``docs/performance.md``.
 """
 
 from __future__ import annotations
