@@ -98,53 +98,40 @@ def test_a_mark_on_a_cell_that_is_not_read_only_is_refused():
     assert skipped_ids([editable, untagged]) == frozenset()
 
 
+def graded_cell(grade_id: str, source: str) -> nbformat.NotebookNode:
+    """A one-point autograder test cell."""
+    return code(source, grade=True, grade_id=grade_id, points=1, solution=False, locked=True)
+
+
+def refused_release(tmp_path: Path, *cells: tuple[int, nbformat.NotebookNode], **kw) -> str:
+    """Release the mini source with ``cells`` inserted: the refusal's message."""
+    course = new_course(tmp_path / "course", {"mini": mini_with(tmp_path, *cells)})
+    with pytest.raises(ReleaseError) as refused:
+        release("mini", course=course, **kw)
+    assert not (course / "release" / "mini").exists()
+    return str(refused.value)
+
+
 def test_release_refuses_a_marked_cell_that_a_test_needs(tmp_path):
-    source = mini_with(
+    message = refused_release(
         tmp_path,
         (2, demo_cell("LIMIT = 3", "demo_limit")),
-        (
-            3,
-            code(
-                "assert square(LIMIT) == 9",
-                grade=True,
-                grade_id="test_limit",
-                points=1,
-                solution=False,
-                locked=True,
-            ),
-        ),
+        (3, graded_cell("test_limit", "assert square(LIMIT) == 9")),
+        check=False,
     )
-    course = new_course(tmp_path / "course", {"mini": source})
-    with pytest.raises(ReleaseError) as refused:
-        release("mini", course=course, check=False)
-    message = str(refused.value)
     assert "cell 2 (demo_limit)" in message and "'LIMIT'" in message and "test_limit" in message
-    assert not (course / "release" / "mini").exists()
 
 
 @pytest.mark.kernel
 def test_the_self_check_refuses_a_score_that_depends_on_a_demonstration(tmp_path):
     """A dependency no static check sees (a mutation): the two gradings disagree."""
-    source = mini_with(
+    message = refused_release(
         tmp_path,
         (1, code("settings = {'n': 2}")),
         (3, demo_cell("settings['n'] = 3", "demo_settings")),
-        (
-            4,
-            code(
-                "assert square(settings['n']) == 9",
-                grade=True,
-                grade_id="test_settings",
-                points=1,
-                solution=False,
-                locked=True,
-            ),
-        ),
+        (4, graded_cell("test_settings", "assert square(settings['n']) == 9")),
+        sandbox=sandbox_available(),
     )
-    course = new_course(tmp_path / "course", {"mini": source})
-    with pytest.raises(ReleaseError) as refused:
-        release("mini", course=course, sandbox=sandbox_available())
-    message = str(refused.value)
     assert (
         "mini.ipynb, source-solution: test_settings scores 0 with the demonstrations skipped "
         "and 1 with every cell run" in message
