@@ -12,11 +12,13 @@ preload).
 
 The folders are the grading pipeline, in order: ``intake/`` (submissions in), ``grading/``
 (one job per submission, on a worker pool), ``preprocessors/`` (nbgrader's steps around
-execution), ``sandbox/`` (where the kernel runs), ``integrity/`` (tamper detection) and
-``render/`` (feedback pages and the report).  Their import layers differ from that order:
-lowest first, ``integrity/``, ``sandbox/``, ``preprocessors/``, ``intake/``, ``grading/``,
-``render/``, then the verbs; a module imports only from its own layer or a lower one, and
-``tests/test_lint.py`` enforces it.
+execution), ``sandbox/`` (where the kernel runs), ``integrity/`` (tamper detection),
+``record/`` (results into the course: gradebook, ``submitted/``, pages written as it
+records) and ``render/`` (feedback pages and the report, from results only).  Their
+import layers differ from that order: lowest first, ``integrity/``, ``sandbox/``,
+``preprocessors/``, ``intake/``, ``grading/``, ``render/``, ``record/``, then the verbs;
+a module imports only from its own layer or a lower one, and ``tests/test_lint.py``
+enforces it.
 """
 
 __version__ = "0.1.0"

@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # After the parsing: nbgrader's gradebook, under the verbs that grade.
-    from autograder.grading.record import RecordError
+    from autograder.grading.gradebook import RecordError
 
     try:
         return _dispatch(args)

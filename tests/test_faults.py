@@ -35,10 +35,11 @@ from support.course import (
 )
 
 from autograder.grade import grade
+from autograder.grading.gradebook import RecordError
 from autograder.grading.processes import JOB_MARKER, kill_orphans
-from autograder.grading.record import RecordError, load_results, write_csvs
+from autograder.record.page_writer import PageWriter
+from autograder.record.store import load_results, write_csvs
 from autograder.render.feedback_page import write_pages
-from autograder.render.page_writer import PageWriter
 from autograder.sandbox import Limits, tether
 from autograder.sandbox.launch import Launch
 

@@ -16,7 +16,6 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder.grading.record import load_result
 from autograder.grading.results import (
     SCHEMA,
     CellStatus,
@@ -28,6 +27,7 @@ from autograder.grading.students import identified, record_student
 from autograder.intake.collect import Submission, collect_class
 from autograder.intake.records import Claim, Identity, Member, assemble
 from autograder.intake.roster import apply_roster, parse_roster
+from autograder.record.store import load_result
 from autograder.render.gradesheets import csv_sheet
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1", id="c0")])).encode()

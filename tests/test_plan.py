@@ -17,8 +17,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.grading.job import Job, grade_job
-from autograder.grading.plan import Action, Decision, plan
-from autograder.grading.record import result_key
+from autograder.grading.plan import Action, Decision, plan, result_key
 from autograder.grading.results import Status, SubmissionResult
 from autograder.intake.collect import Submission
 from autograder.intake.records import Identity

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from autograder.grading.job import Job
-from autograder.grading.record import result_key
 from autograder.grading.results import Status, SubmissionResult
 from autograder.grading.students import identified
 from autograder.intake.collect import Submission
@@ -129,7 +128,7 @@ def plan(
 
     Notes
     -----
-    A submission's key (:func:`~autograder.grading.record.result_key`) is what its
+    A submission's key (:func:`result_key`) is what its
     result is graded from: its bytes, the template and the job's limits.  The earlier
     result is kept when the student sent nothing this time (a later download without
     them) or when it was graded from the same key (unless ``force``).  Of what is not
@@ -159,3 +158,8 @@ def _decide(
         return Decision(Action.RECORD, sub, key, earlier, result)
     graded = replace(job, student=sub.student, data=b"")
     return Decision(Action.GRADE, sub, key, earlier, job=graded)
+
+
+def result_key(sub: Submission, template_hash: str, timeout: float, sandbox: bool) -> str:
+    """What a recorded result was graded from; a different key means grade it again."""
+    return f"{sub.sha256}:{template_hash}:{timeout:g}:{int(sandbox)}"

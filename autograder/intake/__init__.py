@@ -21,7 +21,5 @@
 * :mod:`~autograder.intake.roster`: a class roster CSV from the LMS, applied to a parsed
   download;
 * :mod:`~autograder.intake.validate`: whether a submitted file is a notebook nbgrader can
-  read (asked by the worker that grades it);
-* :mod:`~autograder.intake.submitted`: filling nbgrader's ``submitted/`` folder without
-  harming what is there.
+  read (asked by the worker that grades it).
 """

@@ -24,9 +24,9 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from autograder.grading.results import Status, SubmissionResult
-from autograder.intake.roster import Roster
 
 #: The student columns a Canvas gradebook import starts with.
 CANVAS_HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -57,6 +57,20 @@ CSV_HEADER = (
     "review",
 )
 _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
+
+
+class Roster(Protocol):
+    """The instructor's own download of an LMS, as a sheet to fill in (what
+    :class:`autograder.intake.roster.Roster` reads): every row as read, and how."""
+
+    kind: str  #: the LMS whose download it is
+    header: list[str]
+    rows: list[list[str]]
+    delimiter: str
+    encoding: str
+
+    def column(self, *names: str) -> int | None:
+        """Index of the first header cell equal (case-blind) to one of ``names``."""
 
 
 def sortable_name(r: SubmissionResult) -> str:

@@ -1,7 +1,7 @@
 """One result's rows in nbgrader's gradebook: the student, the submission, its scores.
 
 :func:`write_batch` writes a batch of results in an open ``Gradebook``, inside the
-transaction that :mod:`autograder.grading.record` commits (:func:`write_scores`, one
+transaction that :mod:`autograder.record.store` commits (:func:`write_scores`, one
 result).  The rows are the ones nbgrader's own
 ``autograde`` leaves: a new submission mirrors the assignment as
 ``Gradebook.add_submission`` builds it (a notebook row per assignment notebook, a grade
