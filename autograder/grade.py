@@ -29,12 +29,11 @@ it recorded.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ from autograder.course import UsageError, find_course, load_config, notebooks
 from autograder.grading import forkserver
 from autograder.grading.gradebook import GRADEBOOK_WAIT, stop_when_disk_full, warn
 from autograder.grading.gradebook_grades import final_results
-from autograder.grading.job import Job, grade_job
+from autograder.grading.job import Job, RunSpec, default_workers, grade_job
 from autograder.grading.plan import Action, plan
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
@@ -55,6 +54,21 @@ from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
 from autograder.record.recorder import Recorder, store_all_submitted
 from autograder.record.store import load_results, write_csvs
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What a test or a benchmark changes in a ``grade`` run; the command line never does."""
+
+    feedback: bool = True  #: write each student's feedback page as their result is recorded
+    #: ``workers -> concurrent.futures.Executor`` that runs ``job_fn`` (default: local
+    #: worker processes; a cluster's executor plugs in instead)
+    executor_factory: ExecutorFactory = local_executor
+    job_fn: Callable[[Job], SubmissionResult] = grade_job  #: grades one job in a worker
+    keep_scratch: bool = False  #: keep each job's scratch folder
+    #: seconds after which a job's worker is killed (default: :attr:`RunSpec.deadline`)
+    hard_timeout: float | None = None
+    notify: Callable[[str], None] = warn  #: each warning for the instructor (on stderr)
 
 
 def grade(
@@ -68,19 +82,14 @@ def grade(
     sandbox: bool = True,
     fork: bool = True,
     force: bool = False,
-    feedback: bool = True,
-    executor_factory: ExecutorFactory = local_executor,
-    job_fn: Callable[[Job], SubmissionResult] = grade_job,
     progress: Callable[[str, int, int, int], None] | None = None,
-    keep_scratch: bool = False,
     lms: str = "auto",
     roster: Path | str | None = None,
     scheduler: str | None = None,
     cluster: str | None = None,
     security: Path | str | None = None,
-    hard_timeout: float | None = None,
     gradebook_wait: float = GRADEBOOK_WAIT,
-    notify: Callable[[str], None] = warn,
+    harness: Harness = Harness(),
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
@@ -98,10 +107,6 @@ def grade(
     fork : fork each sandboxed kernel from the worker's warm parent; False starts each one
         fresh (so does a worker whose warm parent cannot start, and the summary says why)
     force : regrade submissions whose result is already recorded and unchanged
-    feedback : write each student's feedback page as their result is recorded
-    executor_factory : ``workers -> concurrent.futures.Executor`` that runs ``job_fn``
-        (default: local worker processes; a cluster's executor plugs in here)
-    job_fn : grades one :class:`Job` in a worker (default :func:`grade_job`)
     progress : called as ``progress(student, n, total, workers)`` after each recorded result
     lms : the download's layout, ``auto`` to recognise it (see
         :data:`autograder.intake.detect.LAYOUTS`)
@@ -111,10 +116,8 @@ def grade(
     cluster : ``"local"`` or ``"local:N"``: grade on a Dask ``LocalCluster`` of N one-thread
         worker processes started for this run (default N: the number of CPUs)
     security : folder with ``ca.pem``, ``cert.pem``, ``key.pem``: Dask's TLS for the above
-    hard_timeout : seconds after which a job's worker is killed (default: the notebook's
-        time limit, twice the cell limit, and two minutes)
     gradebook_wait : seconds to wait for a gradebook that another program keeps locked
-    notify : called with each warning for the instructor (default: printed on stderr)
+    harness : what tests and benchmarks change in a run (:class:`Harness`)
 
     Raises
     ------
@@ -131,7 +134,7 @@ def grade(
     collected = _collect(root, assignment, notebook, submissions, lms, roster)
     # kill_orphans: what a grader killed outright (kill -9) may have left running
     out = _run_result(root, assignment, collected, submissions is None, workers, kill_orphans())
-    if executor_factory is local_executor and not (scheduler or cluster):
+    if harness.executor_factory is local_executor and not (scheduler or cluster):
         forkserver.start()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
@@ -141,16 +144,28 @@ def grade(
     with ExitStack() as stack:
         run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
         stack.callback(shutil.rmtree, run_root, ignore_errors=True)
-        engine = _Engine.start(stack, out, executor_factory, scheduler, cluster, security)
+        engine = _Engine.start(stack, out, harness.executor_factory, scheduler, cluster, security)
         template, template_hash = build_template(root, assignment)
         sync_gradebook(root, assignment, template_hash)
-        job = Job(assignment, "", notebook, b"", template, run_root, timeout, notebook_timeout)
-        job = replace(job, sandbox=sandbox, fork=fork, limits=limits, keep_scratch=keep_scratch)
+        spec = RunSpec(
+            assignment,
+            notebook,
+            template,
+            run_root,
+            cell_timeout=timeout,
+            notebook_timeout=notebook_timeout,
+            sandbox=sandbox,
+            limits=limits,
+            fork=fork,
+            keep_scratch=harness.keep_scratch,
+            workers=out.workers,
+            hard_timeout=harness.hard_timeout,
+        )
         recorder = Recorder.open(
-            stack, out, config, notebook, template, feedback, gradebook_wait, notify
+            stack, out, config, notebook, template, harness.feedback, gradebook_wait, harness.notify
         )
         decided = plan(
-            collected.submissions, recorder.earlier(collected), job, template_hash, force=force
+            collected.submissions, recorder.earlier(collected), spec, template_hash, force=force
         )
         if not out.in_place:
             store_all_submitted(root, assignment, notebook, decided)
@@ -159,16 +174,14 @@ def grade(
                 recorder.record(decision)
         recorder.commit()
         graded = {d.student: d for d in decided.of(Action.GRADE)}
-        finished = engine.run(
-            decided.jobs, job_fn, hard_timeout or notebook_timeout + 2 * timeout + 120
-        )
+        finished = engine.run(decided.jobs, harness.job_fn, spec.deadline)
         recorded: list[str] = []
         with contextlib.closing(finished):  # a RecordError stops the workers at once
             for done, result in finished:
                 committed = recorder.record(graded[done.student], result)
                 _report(progress, committed, recorded, len(graded), engine)
             _report(progress, recorder.commit(), recorded, len(graded), engine)
-    return _finish(out, config, gradebook_wait, notify)
+    return _finish(out, config, gradebook_wait, harness.notify)
 
 
 def open_assignment(course: Path | str | None, assignment: str) -> tuple[Path, Config, str]:
@@ -268,7 +281,7 @@ def _run_result(
         in_place=in_place,
         ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
         warnings=list(collected.warnings),
-        workers=workers or os.cpu_count() or 1,
+        workers=workers or default_workers(),
         swept=swept,
     )
 

@@ -34,7 +34,7 @@ from autograder.course import (
     scratch_dir,
 )
 from autograder.files import write_atomic
-from autograder.grading.job import Job
+from autograder.grading.job import Job, RunSpec
 from autograder.grading.pool import run_jobs
 from autograder.grading.results import SubmissionResult
 from autograder.grading.template import (
@@ -262,58 +262,50 @@ def _self_check(root: Path, stages: list[_Stage], sandbox: bool | None) -> None:
     run_root = Path(tempfile.mkdtemp(prefix="selfcheck-", dir=scratch_dir(root)))
     try:
         jobs = []
-        templates = {}
+        specs = {}
         by_assignment = {stage.report.assignment: stage for stage in stages}
         for assignment, stage in by_assignment.items():
             template, _ = build_template(root, assignment)
-            templates[assignment] = template
             released = sorted(stage.generated.glob("*.ipynb"))
             if len(released) > 1:
                 raise UsageError("multi-notebook assignments are not supported by the self-check")
             for path in released:
+                spec = specs[assignment] = RunSpec(
+                    assignment, path.stem, template, run_root, sandbox=sandbox
+                )
                 source_nb = root / "source" / assignment / path.name
                 for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
-                    jobs.append(
-                        Job(
-                            assignment=assignment,
-                            student=student,
-                            notebook=path.stem,
-                            data=nb_path.read_bytes(),
-                            template=template,
-                            scratch_root=run_root,
-                            sandbox=sandbox,
-                        )
-                    )
-        for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
-            stage = by_assignment[job.assignment]
-            stage.problems += _check_problems(templates[job.assignment], stage.report, job, result)
+                    jobs.append(spec.job(student, nb_path.read_bytes()))
+        # a run's default workers and deadline, as ``grade`` has them
+        workers = max(spec.workers for spec in specs.values())
+        deadline = max(spec.deadline for spec in specs.values())
+        for job, result in run_jobs(jobs, workers=workers, hard_timeout=deadline):
+            stage = by_assignment[job.spec.assignment]
+            stage.problems += _check_problems(stage.report, job, result)
     finally:
         shutil.rmtree(run_root, ignore_errors=True)
 
 
-def _check_problems(
-    template: Path, report: ReleaseReport, job: Job, result: SubmissionResult
-) -> list[str]:
+def _check_problems(report: ReleaseReport, job: Job, result: SubmissionResult) -> list[str]:
     """What the self-check's ``result`` for ``job`` says is wrong (recording its score)."""
-    cells = template_test_cells(template, job.assignment, job.notebook)
+    template, assignment, notebook = job.spec.template, job.spec.assignment, job.spec.notebook
+    cells = template_test_cells(template, assignment, notebook)
     got = {c.grade_id: c for c in result.cells}
     if not got:
         return [f"{job.student}: could not be graded: {result.reason}"]
     score = sum(c.score for c in got.values())
     total = sum(cells.values())
     problems = []
-    report.by_hand[job.notebook] = sum(
-        template_by_hand_cells(template, job.assignment, job.notebook).values()
-    )
+    report.by_hand[notebook] = sum(template_by_hand_cells(template, assignment, notebook).values())
     if job.student == "source-solution":
-        report.source_scores[job.notebook] = (score, total)
+        report.source_scores[notebook] = (score, total)
         for gid in cells:
             c = got.get(gid)
             if not c or c.score < c.max_score:
                 msg = c.message if c else "missing"
                 problems.append(f"source does not pass {gid}: {msg}")
     else:
-        report.release_scores[job.notebook] = (score, total)
+        report.release_scores[notebook] = (score, total)
         for gid in cells:
             c = got.get(gid)
             if c and c.score > 0:

@@ -305,7 +305,7 @@ class DaskExecutor(ClusterExecutor):
         if call is None:
             return  # blamed or abandoned meanwhile
         fn, job = call
-        name = self._engine.ship(job.template)
+        name = self._engine.ship(job.spec.template)
         task = self._client.submit(
             run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
         )

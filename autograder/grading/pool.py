@@ -211,4 +211,4 @@ def _kill_workers(executor: Executor) -> None:
 
 def _crashed(job: Job, reason: str, status: Status = Status.FAILED) -> SubmissionResult:
     flag = "worker-crash" if status is Status.FAILED else "worker-killed"
-    return SubmissionResult(job.student, job.assignment, status, reason, flags=[flag])
+    return SubmissionResult(job.student, job.spec.assignment, status, reason, flags=[flag])
