@@ -31,7 +31,7 @@ def row(
         Status(status),
         score=score,
         max_score=4,
-        identity=Identity(lms_user_id, first, last, email),
+        identity=Identity(lms_user_id, first, last, email, late=more.pop("late", None)),
         **more,
     )
 

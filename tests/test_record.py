@@ -6,7 +6,8 @@ No kernel: the results are written by hand, and nbgrader's own ``Gradebook`` rea
 from __future__ import annotations
 
 import shutil
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timezone
 
 import pytest
 from nbgrader.api import Gradebook, Student
@@ -159,7 +160,9 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
         done = [result(s, dict.fromkeys(CELLS, 1.0)) for s in ("old", "known", "new")]
         who = [Identity(last_name="Old"), Identity("77", email="k@x.org"), Identity("9", "Nia")]
         for one, identity in zip(done, who, strict=True):
-            one.identity, one.timestamp = identity, "2026-03-01T13:00:00+00:00"
+            one.identity = replace(
+                identity, timestamp=datetime(2026, 3, 1, 13, tzinfo=timezone.utc)
+            )
         return done
 
     late = {}
@@ -171,7 +174,7 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
             else:
                 for one in done:
                     write_scores(gb, config, "mini", one, AssignmentShape.read(gb, "mini"))
-        late[at_once] = [one.late for one in done]
+        late[at_once] = [one.identity.late for one in done]
 
     ours = gradebook_rows(db_url(mini_course, config))
     assert sorted(ours) == ["known", "new", "old", "students"]

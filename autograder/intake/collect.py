@@ -27,7 +27,6 @@ import stat
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 
@@ -84,9 +83,9 @@ class Submission(HoldsContent):
     content: Content | None = None
     problem: str | None = None  #: why it cannot be graded (status ``invalid``)
     flags: list[str] = field(default_factory=list)
-    identity: Identity = Identity()  #: who the student is, as the download and roster say
-    timestamp: datetime | None = None  #: submission time, when the layout gives it
-    late: bool | None = None  #: the LMS's own late mark, when it gives one
+    #: who the student is, when they submitted and whether late, as the download and
+    #: roster say
+    identity: Identity = Identity()
     ignored: list[str] = field(default_factory=list)  #: this student's files not graded
     missing: bool = False  #: on the roster, nothing submitted
 
@@ -173,8 +172,6 @@ def _submission(rec: StudentRecord) -> Submission:
         problem,
         list(rec.flags),
         identity=rec.identity,
-        timestamp=rec.timestamp,
-        late=rec.late,
         ignored=list(rec.ignored),
         missing=rec.missing,
     )

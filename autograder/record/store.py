@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
 from traitlets.config import Config
@@ -191,8 +190,8 @@ def written_by_grader(previous: SubmissionResult, notebook: str) -> dict[str, st
     ``timestamp.txt`` holds the recorded time in nbgrader's format.
     """
     ours = {f"{notebook}.ipynb": previous.key.split(":", 1)[0]} if previous.key else {}
-    if previous.timestamp:
-        stamp = nbgrader_timestamp(datetime.fromisoformat(previous.timestamp)).encode()
+    if previous.identity.timestamp is not None:
+        stamp = nbgrader_timestamp(previous.identity.timestamp).encode()
         ours["timestamp.txt"] = sha256(stamp)
     return ours
 
