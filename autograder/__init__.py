@@ -7,8 +7,9 @@ and calls them, ``entry.py`` is the command's entry point (it starts the worker 
 forkserver before anything else is imported) and ``__main__.py`` runs it as
 ``python -m autograder``.  Beside them: ``course.py`` (the nbgrader course directory and
 its configuration), ``cells.py`` (what nbgrader's metadata says about one cell),
-``files.py`` (writing a file whole or not at all) and ``cluster.py`` (the Dask worker
-preload).
+``files.py`` (writing a file whole or not at all), ``defaults.py`` (the export
+formats and ``grade``'s defaults, shared by the command line and the verbs) and
+``cluster.py`` (the Dask worker preload).
 
 The folders are the grading pipeline, in order: ``intake/`` (submissions in), ``grading/``
 (one job per submission, on a worker pool), ``preprocessors/`` (nbgrader's steps around

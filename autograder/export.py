@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from autograder.course import UsageError, find_course
+from autograder.defaults import EXPORT_FORMATS
 from autograder.files import write_atomic
 from autograder.grading.results import SubmissionResult
 from autograder.intake.roster import read_roster
@@ -24,7 +25,7 @@ from autograder.render import gradesheets
 from autograder.render.page import load_results
 
 #: The ``--to`` formats.
-FORMATS = ("canvas", "moodle", "blackboard", "csv")
+FORMATS = EXPORT_FORMATS
 
 
 @dataclass

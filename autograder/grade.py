@@ -41,8 +41,9 @@ from traitlets.config import Config
 
 from autograder import sandbox as sandboxing
 from autograder.course import UsageError, find_course, load_config, notebooks
+from autograder.defaults import GRADEBOOK_WAIT, LMS, NOTEBOOK_TIMEOUT
 from autograder.grading import forkserver
-from autograder.grading.gradebook import GRADEBOOK_WAIT, stop_when_disk_full, warn
+from autograder.grading.gradebook import stop_when_disk_full, warn
 from autograder.grading.gradebook_grades import final_results
 from autograder.grading.job import Job, RunSpec, default_workers, grade_job
 from autograder.grading.plan import Action, plan
@@ -78,12 +79,12 @@ def grade(
     course: Path | str | None = None,
     workers: int | None = None,
     timeout: float | None = None,
-    notebook_timeout: float = 300.0,
+    notebook_timeout: float = NOTEBOOK_TIMEOUT,
     sandbox: bool = True,
     fork: bool = True,
     force: bool = False,
     progress: Callable[[str, int, int, int], None] | None = None,
-    lms: str = "auto",
+    lms: str = LMS,
     roster: Path | str | None = None,
     scheduler: str | None = None,
     cluster: str | None = None,

@@ -26,8 +26,8 @@ from support.lms import (
 )
 
 from autograder.intake.canvas import parse_name as parse_canvas_name
-from autograder.intake.collect import read_members
 from autograder.intake.detect import parse_download, scores
+from autograder.intake.reading import read_members
 from autograder.intake.records import Context, Identity, Intake, Member
 from autograder.intake.roster import apply_roster, parse_roster
 

@@ -28,7 +28,13 @@ PACKAGE = REPO / "autograder"
 #: The layers of ``autograder``, lowest first: a module may import from its own layer or a
 #: lower one, never a higher one.  A name ending in ``.*`` is a package and its modules.
 LAYERS = [
-    ["autograder", "autograder.cells", "autograder.course", "autograder.files"],
+    [
+        "autograder",
+        "autograder.cells",
+        "autograder.course",
+        "autograder.defaults",
+        "autograder.files",
+    ],
     ["autograder.integrity.*"],
     ["autograder.sandbox.*"],
     ["autograder.preprocessors.*"],

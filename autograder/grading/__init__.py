@@ -17,7 +17,9 @@
   a grader's review included: the one source of every score that leaves the tool;
 * :mod:`~autograder.grading.students`: who each student is and when they submitted;
 * :mod:`~autograder.grading.forkserver`: the local pool's forkserver, and what it imports;
-* :mod:`~autograder.grading.cluster_pool`: jobs on a Dask cluster, behind the same
+* :mod:`~autograder.grading.cluster_pool`: connecting to a Dask cluster for a run, and
+  checking its scheduler and workers;
+* :mod:`~autograder.grading.cluster_executor`: jobs as Dask tasks, behind the same
   ``Executor`` interface as the local pool;
 * :mod:`~autograder.grading.cluster_worker`: the Dask worker side: a preload that vets a
   worker, a plugin that equips it.

@@ -33,8 +33,6 @@ from traitlets.config import Config
 from autograder.course import gradebook
 from autograder.files import is_disk_full
 
-#: Seconds to wait, by default, for a gradebook that another program keeps locked.
-GRADEBOOK_WAIT = 120.0
 T = TypeVar("T")
 
 

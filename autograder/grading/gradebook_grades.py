@@ -39,7 +39,8 @@ from nbgrader.api import (
 from traitlets.config import Config
 
 from autograder.course import UsageError, db_url, load_config
-from autograder.grading.gradebook import GRADEBOOK_WAIT, OpenGradebook, warn, while_locked
+from autograder.defaults import GRADEBOOK_WAIT
+from autograder.grading.gradebook import OpenGradebook, warn, while_locked
 from autograder.grading.results import CellResult, CellStatus, Status, SubmissionResult
 
 

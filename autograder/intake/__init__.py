@@ -1,7 +1,9 @@
 """Intake: turn what the instructor hands over (a folder, an LMS zip) into submissions.
 
 * :mod:`~autograder.intake.collect`: collect a class's submissions from a folder or an LMS
-  download, safely;
+  download: one :class:`~autograder.intake.collect.Submission` per student;
+* :mod:`~autograder.intake.reading`: read a folder or a zip safely, one admission policy
+  for both;
 * :mod:`~autograder.intake.spool`: where the collected notebooks wait to be graded, on disk
   rather than in memory;
 * :mod:`~autograder.intake.detect`: recognise a download's layout (``--lms auto``) and pick

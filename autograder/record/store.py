@@ -27,9 +27,9 @@ from pathlib import Path
 from traitlets.config import Config
 
 from autograder.course import db_url
+from autograder.defaults import GRADEBOOK_WAIT
 from autograder.files import write_atomic
 from autograder.grading.gradebook import (
-    GRADEBOOK_WAIT,
     OpenGradebook,
     stop_when_disk_full,
     warn,
