@@ -7,9 +7,10 @@ Exit codes: 0 success (whatever the submissions did), 1 a refused release or kit
 Each verb is one :class:`Verb` in :data:`COMMANDS`: its help, a function that adds its
 arguments, and the function that runs it.  Parsing the arguments imports no verb: each
 verb's module (and nbgrader, under most of them) is imported by the function that runs
-it, so that ``--help`` and a usage error answer at once.  The layout names come from
-:mod:`autograder.intake.detect`, which imports no third-party package, and the export
-formats and ``grade``'s defaults from :mod:`autograder.defaults`, which imports nothing.
+it, so that ``--help`` and a usage error answer at once.  The layout names and the export
+formats come from the LMS registry (:mod:`autograder.intake.detect`, which imports no
+third-party package), and ``grade``'s defaults from :mod:`autograder.defaults`, which
+imports nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from types import MappingProxyType
 from autograder import defaults
 from autograder.course import UsageError, find_course
 from autograder.intake.detect import CHOICES as LMS_CHOICES
+from autograder.intake.detect import EXPORT_FORMATS
 from autograder.lab import lab
 
 
@@ -139,7 +141,7 @@ def _grade_arguments(p: argparse.ArgumentParser) -> None:
 
 def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment")
-    p.add_argument("--to", required=True, choices=defaults.EXPORT_FORMATS, help="the LMS (or csv)")
+    p.add_argument("--to", required=True, choices=EXPORT_FORMATS, help="the LMS (or csv)")
     p.add_argument(
         "--roster",
         type=Path,

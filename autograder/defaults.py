@@ -1,11 +1,10 @@
-"""What the command line and the verbs share: the export formats and ``grade``'s defaults.
+"""What the command line and the verbs share: ``grade``'s defaults.
 
 It imports nothing, so that parsing the arguments (:mod:`autograder.cli`) offers the
-verbs' own choices and defaults without importing a verb.
+verbs' own defaults without importing a verb.  The choices of ``--lms`` and
+``export --to`` are the LMS registry's (:mod:`autograder.intake.detect`).
 """
 
-#: ``export --to``: the LMSs whose import file ``export`` writes, and plain CSV.
-EXPORT_FORMATS = ("canvas", "moodle", "blackboard", "csv")
 #: ``grade --lms``: recognise the download's layout from its names.
 LMS = "auto"
 #: ``grade --notebook-timeout``: seconds per notebook.

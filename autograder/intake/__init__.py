@@ -10,6 +10,8 @@
   its parser;
 * :mod:`~autograder.intake.records`: what a download says about each student, as every
   parser returns it;
+* :mod:`~autograder.intake.lms`: what each LMS module declares (its layout, its roster's
+  columns, whether ``export`` writes its import file), which the registries read;
 * :mod:`~autograder.intake.plain`: plain folders and zips, the student id from the file or
   folder name;
 * :mod:`~autograder.intake.canvas`: Canvas "Download Submissions" zips;

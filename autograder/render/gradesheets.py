@@ -21,9 +21,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import Protocol
 
 from autograder.grading.results import Status, SubmissionResult
@@ -261,6 +262,21 @@ def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
         for r in sorted(rows, key=lambda r: r.student)
     ]
     return Sheet(list(CSV_HEADER), table)
+
+
+#: Each ``export --to`` format's sheet, as ``sheet(rows, title, now, roster)``: an LMS's
+#: import file (the LMSs that declare one, :data:`autograder.intake.detect.EXPORT_FORMATS`),
+#: and plain CSV.
+SHEETS: Mapping[str, Callable[[list[SubmissionResult], str, datetime, Roster | None], Sheet]] = (
+    MappingProxyType(
+        {
+            "canvas": lambda rows, title, now, roster: canvas_sheet(rows, title, roster),
+            "moodle": lambda rows, title, now, roster: moodle_sheet(rows, now, roster),
+            "blackboard": lambda rows, title, now, roster: blackboard_sheet(rows, title, roster),
+            "csv": lambda rows, title, now, roster: csv_sheet(rows),
+        }
+    )
+)
 
 
 def _index(
