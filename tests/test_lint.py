@@ -1,6 +1,7 @@
 """The code follows the project's ruff configuration (pyproject.toml)."""
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -143,6 +144,7 @@ def _layer(module: str) -> int:
     raise AssertionError(f"{module} is in no layer of tests/test_lint.py's LAYERS")
 
 
+@functools.cache  # read by several tests; the tree does not change during a run
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
