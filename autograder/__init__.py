@@ -8,16 +8,19 @@ forkserver before anything else is imported) and ``__main__.py`` runs it as
 ``python -m autograder``.  Beside them: ``course.py`` (the nbgrader course directory and
 its configuration), ``cells.py`` (what nbgrader's metadata says about one cell),
 ``demonstrations.py`` (the cells the grader skips, by the source's marks),
-``files.py`` (writing a file whole or not at all) and ``cluster.py`` (the Dask worker
-preload).
+``files.py`` (writing a file whole or not at all), ``defaults.py`` (the export
+formats and ``grade``'s defaults, shared by the command line and the verbs) and
+``cluster.py`` (the Dask worker preload).
 
 The folders are the grading pipeline, in order: ``intake/`` (submissions in), ``grading/``
 (one job per submission, on a worker pool), ``preprocessors/`` (nbgrader's steps around
-execution), ``sandbox/`` (where the kernel runs), ``integrity/`` (tamper detection) and
-``render/`` (feedback pages and the report).  Their import layers differ from that order:
-lowest first, ``integrity/``, ``sandbox/``, ``preprocessors/``, ``intake/``, ``grading/``,
-``render/``, then the verbs; a module imports only from its own layer or a lower one, and
-``tests/test_lint.py`` enforces it.
+execution), ``sandbox/`` (where the kernel runs), ``integrity/`` (tamper detection),
+``record/`` (results into the course: gradebook, ``submitted/``, pages written as it
+records) and ``render/`` (feedback pages and the report, from results only).  Their
+import layers differ from that order: lowest first, ``integrity/``, ``sandbox/``,
+``preprocessors/``, ``intake/``, ``grading/``, ``render/``, ``record/``, then the verbs;
+a module imports only from its own layer or a lower one, and ``tests/test_lint.py``
+enforces it.
 """
 
 __version__ = "0.1.0"

@@ -4,37 +4,29 @@ Exit codes: 0 success (whatever the submissions did), 1 a refused release or kit
 2 the instructor's error (unknown assignment, no submissions, unreadable course),
 3 grading stopped because the course could not be written (gradebook locked, disk full).
 
-Parsing the arguments imports no verb: each verb's module (and nbgrader, under most of
-them) is imported by the function that runs it, so that ``--help`` and a usage error
-answer at once.  The layout names come from :mod:`autograder.intake.detect`, which
-imports no third-party package; the export formats and ``grade``'s defaults are spelled
-out here (:data:`EXPORT_FORMATS`, :data:`GRADE_DEFAULTS`), and ``tests/test_cli_help.py``
-checks that they are the verbs' own.
+Each verb is one :class:`Verb` in :data:`COMMANDS`: its help, a function that adds its
+arguments, and the function that runs it.  Parsing the arguments imports no verb: each
+verb's module (and nbgrader, under most of them) is imported by the function that runs
+it, so that ``--help`` and a usage error answer at once.  The layout names and the export
+formats come from the LMS registry (:mod:`autograder.intake.detect`, which imports no
+third-party package), and ``grade``'s defaults from :mod:`autograder.defaults`, which
+imports nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
+from autograder import defaults
 from autograder.course import UsageError, find_course
 from autograder.intake.detect import CHOICES as LMS_CHOICES
+from autograder.intake.detect import EXPORT_FORMATS
 from autograder.lab import lab
-
-#: ``export --to``: the formats of :data:`autograder.export.FORMATS`.
-EXPORT_FORMATS = ("canvas", "moodle", "blackboard", "csv")
-#: The defaults of :func:`autograder.grade.grade` for the options ``grade`` takes.
-GRADE_DEFAULTS = MappingProxyType(
-    {
-        "lms": "auto",
-        "workers": None,
-        "timeout": None,
-        "notebook_timeout": 300.0,
-        "gradebook_wait": 120.0,
-    }
-)
 
 
 def _course_option() -> argparse.ArgumentParser:
@@ -49,6 +41,7 @@ def _course_option() -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command's parser: one subparser per verb of :data:`COMMANDS`."""
     parser = argparse.ArgumentParser(
         prog="specdec-course",
         description="Release and grade the chapter E7 (speculative decoding) assignments.",
@@ -56,13 +49,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     course = [_course_option()]
+    for name, verb in COMMANDS.items():
+        verb.arguments(sub.add_parser(name, parents=course, allow_abbrev=False, help=verb.help))
+    return parser
 
-    p = sub.add_parser(
-        "release",
-        parents=course,
-        allow_abbrev=False,
-        help="generate release/ from source/, refusing a bad release",
-    )
+
+def _release_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment", nargs="?")
     p.add_argument("--all", action="store_true", help="every assignment in source/")
     p.add_argument(
@@ -71,9 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip autograding the source (full marks) and the release (zero)",
     )
 
-    p = sub.add_parser(
-        "grade", parents=course, allow_abbrev=False, help="autograde a folder or zip of submissions"
-    )
+
+def _grade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment")
     p.add_argument(
         "--submissions",
@@ -85,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lms",
         choices=LMS_CHOICES,
-        default=GRADE_DEFAULTS["lms"],
+        default=defaults.LMS,
         help="the download's layout (default: %(default)s, recognised from its names)",
     )
     p.add_argument(
@@ -96,19 +87,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--workers",
         type=int,
-        default=GRADE_DEFAULTS["workers"],
+        default=None,
         help="local worker processes (default: number of CPUs; not used with Dask)",
     )
     p.add_argument(
         "--timeout",
         type=float,
-        default=GRADE_DEFAULTS["timeout"],
+        default=None,
         help="seconds per cell (default: the course's Execute.timeout)",
     )
     p.add_argument(
         "--notebook-timeout",
         type=float,
-        default=GRADE_DEFAULTS["notebook_timeout"],
+        default=defaults.NOTEBOOK_TIMEOUT,
         help="seconds per notebook (default: %(default)s)",
     )
     p.add_argument(
@@ -143,16 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--gradebook-wait",
         type=float,
-        default=GRADE_DEFAULTS["gradebook_wait"],
+        default=defaults.GRADEBOOK_WAIT,
         help="seconds to wait for a gradebook another program keeps locked (default: %(default)s)",
     )
 
-    p = sub.add_parser(
-        "export",
-        parents=course,
-        allow_abbrev=False,
-        help="write the grades as a file the LMS imports",
-    )
+
+def _export_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment")
     p.add_argument("--to", required=True, choices=EXPORT_FORMATS, help="the LMS (or csv)")
     p.add_argument(
@@ -163,38 +150,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="file to write (default: reports/<assignment>/)")
     p.add_argument("--title", help="the assignment's title (its column) in the LMS")
 
-    p = sub.add_parser(
-        "feedback",
-        parents=course,
-        allow_abbrev=False,
-        help="write one HTML feedback page per student",
-    )
+
+def _feedback_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment")
     p.add_argument("--student")
 
-    p = sub.add_parser(
-        "report",
-        parents=course,
-        allow_abbrev=False,
-        help="write reports/<assignment>/report.html",
-    )
+
+def _assignment_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment")
 
-    p = sub.add_parser(
-        "demo",
-        parents=course,
-        allow_abbrev=False,
-        help="release, grade the sample submissions, write feedback and report",
-    )
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=None)
 
-    p = sub.add_parser(
-        "handout",
-        parents=course,
-        allow_abbrev=False,
-        help="write a learner's kit for laptops (notebooks, pinned packages, README): "
-        "a folder and a zip",
-    )
+
+def _handout_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("assignment", nargs="?")
     p.add_argument("--all", action="store_true", help="every assignment in source/")
     p.add_argument(
@@ -207,21 +177,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--force", action="store_true", help="replace a kit that handout wrote there before"
     )
 
-    p = sub.add_parser(
-        "lab",
-        parents=course,
-        allow_abbrev=False,
-        help="open JupyterLab on release/ (learner view, with Validate)",
-    )
+
+def _lab_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--port", type=int)
     p.add_argument("--no-browser", action="store_true")
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # After the parsing: nbgrader's gradebook, under the verbs that grade.
-    from autograder.grading.record import RecordError
+    from autograder.grading.gradebook import RecordError
 
     try:
         return _dispatch(args)
@@ -248,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    return COMMANDS[args.command](args)
+    return COMMANDS[args.command].run(args)
 
 
 def _release(args: argparse.Namespace) -> int:
@@ -360,18 +325,41 @@ def _lab(args: argparse.Namespace) -> int:
     return lab(course=find_course(args.course), port=args.port, open_browser=not args.no_browser)
 
 
-#: Every verb: the subcommand's name and the function that runs it on the parsed arguments.
-#: A new verb adds its subparser in :func:`build_parser` and its entry here.
+@dataclass(frozen=True)
+class Verb:
+    """One subcommand: its help line, its arguments, and what runs it."""
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]  #: adds the verb's own arguments
+    run: Callable[[argparse.Namespace], int]  #: runs it on the parsed arguments; exit code
+
+
+#: Every verb, by its subcommand's name, in the order ``--help`` lists them.
 COMMANDS = MappingProxyType(
     {
-        "release": _release,
-        "grade": _grade,
-        "export": _export,
-        "feedback": _feedback,
-        "report": _report,
-        "demo": _demo,
-        "handout": _handout,
-        "lab": _lab,
+        "release": Verb(
+            "generate release/ from source/, refusing a bad release", _release_arguments, _release
+        ),
+        "grade": Verb("autograde a folder or zip of submissions", _grade_arguments, _grade),
+        "export": Verb("write the grades as a file the LMS imports", _export_arguments, _export),
+        "feedback": Verb(
+            "write one HTML feedback page per student", _feedback_arguments, _feedback
+        ),
+        "report": Verb("write reports/<assignment>/report.html", _assignment_argument, _report),
+        "demo": Verb(
+            "release, grade the sample submissions, write feedback and report",
+            _demo_arguments,
+            _demo,
+        ),
+        "handout": Verb(
+            "write a learner's kit for laptops (notebooks, pinned packages, README): "
+            "a folder and a zip",
+            _handout_arguments,
+            _handout,
+        ),
+        "lab": Verb(
+            "open JupyterLab on release/ (learner view, with Validate)", _lab_arguments, _lab
+        ),
     }
 )
 

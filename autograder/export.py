@@ -19,12 +19,13 @@ from pathlib import Path
 from autograder.course import UsageError, find_course
 from autograder.files import write_atomic
 from autograder.grading.results import SubmissionResult
+from autograder.intake.detect import EXPORT_FORMATS
 from autograder.intake.roster import read_roster
 from autograder.render import gradesheets
 from autograder.render.page import load_results
 
-#: The ``--to`` formats.
-FORMATS = ("canvas", "moodle", "blackboard", "csv")
+#: The ``--to`` formats: each LMS that declares an import file, and plain CSV.
+FORMATS = EXPORT_FORMATS
 
 
 @dataclass
@@ -77,17 +78,10 @@ def export(
     if sheet_roster is not None and target.resolve() == Path(roster).resolve():
         raise UsageError("--out names the roster file; the roster is never overwritten")
     name = title or assignment
+    if to == "canvas" and sheet_roster is not None and title is None:
+        name = _canvas_title(sheet_roster.header, assignment)
     try:
-        if to == "canvas":
-            if sheet_roster is not None and title is None:
-                name = _canvas_title(sheet_roster.header, assignment)
-            sheet = gradesheets.canvas_sheet(rows, name, sheet_roster)
-        elif to == "moodle":
-            sheet = gradesheets.moodle_sheet(rows, now or datetime.now(), sheet_roster)
-        elif to == "blackboard":
-            sheet = gradesheets.blackboard_sheet(rows, name, sheet_roster)
-        else:
-            sheet = gradesheets.csv_sheet(rows)
+        sheet = gradesheets.SHEETS[to](rows, name, now or datetime.now(), sheet_roster)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     write_atomic(target, sheet.text().encode(sheet.encoding))

@@ -6,11 +6,12 @@
 2. ``_collect``: the submissions (:mod:`autograder.intake`: a folder, a zip, an LMS
    download, or the course's own ``submitted/`` in place), the instructor's errors first;
 3. :func:`~autograder.grading.plan.plan`: one decision per student (keep the earlier
-   result, record it as it is, grade it), and ``_store_submitted``: what is not in
-   nbgrader's ``submitted/`` yet is added there (never deleting anything);
+   result, record it as it is, grade it), and
+   :func:`~autograder.record.recorder.store_all_submitted`: what is not in nbgrader's
+   ``submitted/`` yet is added there (never deleting anything);
 4. the engine (``_Engine``) runs one :class:`~autograder.grading.job.Job` per graded
    submission: the local worker pool (:mod:`autograder.grading.pool`) or a Dask cluster;
-5. the record step (``_Recorder``, on :mod:`autograder.grading.record`, the only writer
+5. the record step (:class:`~autograder.record.recorder.Recorder`, the only writer
    of the course's gradebook, ``autograded/`` and ``reports/<assignment>/``): each
    result, as it arrives, gets its key and who the student is, and is staged
    (``autograded/``, ``results/<student>.json`` pending); the staged results go into the
@@ -21,54 +22,54 @@
 
 A run that is killed midway loses nothing: running it again grades only what is
 missing.  When the course cannot be written (its gradebook stays locked, its disk is
-full), the run stops with :class:`~autograder.grading.record.RecordError`, keeping what
+full), the run stops with :class:`~autograder.grading.gradebook.RecordError`, keeping what
 it recorded.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from traitlets.config import Config
 
 from autograder import sandbox as sandboxing
-from autograder.course import UsageError, db_url, find_course, load_config, notebooks
+from autograder.course import UsageError, find_course, load_config, notebooks
+from autograder.defaults import GRADEBOOK_WAIT, LMS, NOTEBOOK_TIMEOUT
 from autograder.grading import forkserver
+from autograder.grading.gradebook import stop_when_disk_full, warn
 from autograder.grading.gradebook_grades import final_results
-from autograder.grading.job import Job, grade_job
-from autograder.grading.plan import Action, Decision, Plan, plan
+from autograder.grading.job import Job, RunSpec, default_workers, grade_job
+from autograder.grading.plan import Action, plan
 from autograder.grading.pool import ExecutorFactory, local_executor, run_jobs
 from autograder.grading.processes import kill_orphans
-from autograder.grading.record import (
-    BATCH_SECONDS,
-    BATCH_SIZE,
-    GRADEBOOK_WAIT,
-    OpenGradebook,
-    commit,
-    load_result,
-    load_results,
-    stage,
-    stop_when_disk_full,
-    warn,
-    write_csvs,
-    written_by_grader,
-)
-from autograder.grading.results import GradeResult, Status, SubmissionResult
-from autograder.grading.template import build_template, sync_gradebook, template_test_cells
+from autograder.grading.results import GradeResult, SubmissionResult
+from autograder.grading.template import build_template, sync_gradebook
 from autograder.intake.collect import Collected, collect_class
 from autograder.intake.roster import read_roster
-from autograder.intake.submitted import store_submitted
-from autograder.render.feedback_page import page_path
-from autograder.render.page_writer import PageWriter
+from autograder.record.recorder import Recorder, store_all_submitted
+from autograder.record.store import load_results, write_csvs
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What a test or a benchmark changes in a ``grade`` run; the command line never does."""
+
+    feedback: bool = True  #: write each student's feedback page as their result is recorded
+    #: ``workers -> concurrent.futures.Executor`` that runs ``job_fn`` (default: local
+    #: worker processes; a cluster's executor plugs in instead)
+    executor_factory: ExecutorFactory = local_executor
+    job_fn: Callable[[Job], SubmissionResult] = grade_job  #: grades one job in a worker
+    keep_scratch: bool = False  #: keep each job's scratch folder
+    #: seconds after which a job's worker is killed (default: :attr:`RunSpec.deadline`)
+    hard_timeout: float | None = None
+    notify: Callable[[str], None] = warn  #: each warning for the instructor (on stderr)
 
 
 def grade(
@@ -78,23 +79,18 @@ def grade(
     course: Path | str | None = None,
     workers: int | None = None,
     timeout: float | None = None,
-    notebook_timeout: float = 300.0,
+    notebook_timeout: float = NOTEBOOK_TIMEOUT,
     sandbox: bool = True,
     fork: bool = True,
     force: bool = False,
-    feedback: bool = True,
-    executor_factory: ExecutorFactory = local_executor,
-    job_fn: Callable[[Job], SubmissionResult] = grade_job,
     progress: Callable[[str, int, int, int], None] | None = None,
-    keep_scratch: bool = False,
-    lms: str = "auto",
+    lms: str = LMS,
     roster: Path | str | None = None,
     scheduler: str | None = None,
     cluster: str | None = None,
     security: Path | str | None = None,
-    hard_timeout: float | None = None,
     gradebook_wait: float = GRADEBOOK_WAIT,
-    notify: Callable[[str], None] = warn,
+    harness: Harness = Harness(),
 ) -> GradeResult:
     """Autograde every submission under ``submissions`` for ``assignment``.
 
@@ -112,10 +108,6 @@ def grade(
     fork : fork each sandboxed kernel from the worker's warm parent; False starts each one
         fresh (so does a worker whose warm parent cannot start, and the summary says why)
     force : regrade submissions whose result is already recorded and unchanged
-    feedback : write each student's feedback page as their result is recorded
-    executor_factory : ``workers -> concurrent.futures.Executor`` that runs ``job_fn``
-        (default: local worker processes; a cluster's executor plugs in here)
-    job_fn : grades one :class:`Job` in a worker (default :func:`grade_job`)
     progress : called as ``progress(student, n, total, workers)`` after each recorded result
     lms : the download's layout, ``auto`` to recognise it (see
         :data:`autograder.intake.detect.LAYOUTS`)
@@ -125,10 +117,8 @@ def grade(
     cluster : ``"local"`` or ``"local:N"``: grade on a Dask ``LocalCluster`` of N one-thread
         worker processes started for this run (default N: the number of CPUs)
     security : folder with ``ca.pem``, ``cert.pem``, ``key.pem``: Dask's TLS for the above
-    hard_timeout : seconds after which a job's worker is killed (default: the notebook's
-        time limit, twice the cell limit, and two minutes)
     gradebook_wait : seconds to wait for a gradebook that another program keeps locked
-    notify : called with each warning for the instructor (default: printed on stderr)
+    harness : what tests and benchmarks change in a run (:class:`Harness`)
 
     Raises
     ------
@@ -145,7 +135,7 @@ def grade(
     collected = _collect(root, assignment, notebook, submissions, lms, roster)
     # kill_orphans: what a grader killed outright (kill -9) may have left running
     out = _run_result(root, assignment, collected, submissions is None, workers, kill_orphans())
-    if executor_factory is local_executor and not (scheduler or cluster):
+    if harness.executor_factory is local_executor and not (scheduler or cluster):
         forkserver.start()  # its imports run while this process sets up
     if timeout is None:
         timeout = float(config.Execute.get("timeout", 30) or 30)
@@ -155,34 +145,44 @@ def grade(
     with ExitStack() as stack:
         run_root = Path(tempfile.mkdtemp(prefix="specdec-grade-"))
         stack.callback(shutil.rmtree, run_root, ignore_errors=True)
-        engine = _Engine.start(stack, out, executor_factory, scheduler, cluster, security)
+        engine = _Engine.start(stack, out, harness.executor_factory, scheduler, cluster, security)
         template, template_hash = build_template(root, assignment)
         sync_gradebook(root, assignment, template_hash)
-        job = Job(assignment, "", notebook, b"", template, run_root, timeout, notebook_timeout)
-        job = replace(job, sandbox=sandbox, fork=fork, limits=limits, keep_scratch=keep_scratch)
-        recorder = _Recorder.open(
-            stack, out, config, notebook, template, feedback, gradebook_wait, notify
+        spec = RunSpec(
+            assignment,
+            notebook,
+            template,
+            run_root,
+            cell_timeout=timeout,
+            notebook_timeout=notebook_timeout,
+            sandbox=sandbox,
+            limits=limits,
+            fork=fork,
+            keep_scratch=harness.keep_scratch,
+            workers=out.workers,
+            hard_timeout=harness.hard_timeout,
+        )
+        recorder = Recorder.open(
+            stack, out, config, notebook, template, harness.feedback, gradebook_wait, harness.notify
         )
         decided = plan(
-            collected.submissions, recorder.earlier(collected), job, template_hash, force=force
+            collected.submissions, recorder.earlier(collected), spec, template_hash, force=force
         )
         if not out.in_place:
-            _store_submitted(root, assignment, notebook, decided)
+            store_all_submitted(root, assignment, notebook, decided)
         for decision in decided.decisions:  # what needs no worker, before the workers start
             if decision.action is not Action.GRADE:
                 recorder.record(decision)
         recorder.commit()
         graded = {d.student: d for d in decided.of(Action.GRADE)}
-        finished = engine.run(
-            decided.jobs, job_fn, hard_timeout or notebook_timeout + 2 * timeout + 120
-        )
+        finished = engine.run(decided.jobs, harness.job_fn, spec.deadline)
         recorded: list[str] = []
         with contextlib.closing(finished):  # a RecordError stops the workers at once
             for done, result in finished:
                 committed = recorder.record(graded[done.student], result)
                 _report(progress, committed, recorded, len(graded), engine)
             _report(progress, recorder.commit(), recorded, len(graded), engine)
-    return _finish(out, config, gradebook_wait, notify)
+    return _finish(out, config, gradebook_wait, harness.notify)
 
 
 def open_assignment(course: Path | str | None, assignment: str) -> tuple[Path, Config, str]:
@@ -282,20 +282,9 @@ def _run_result(
         in_place=in_place,
         ignored=collected.ignored + [f"{s.student}: {i}" for s in subs for i in s.ignored],
         warnings=list(collected.warnings),
-        workers=workers or os.cpu_count() or 1,
+        workers=workers or default_workers(),
         swept=swept,
     )
-
-
-def _store_submitted(root: Path, assignment: str, notebook: str, decided: Plan) -> None:
-    """Put what the students sent in ``submitted/`` (never over what others wrote there)."""
-    for decision in decided.decisions:
-        sub = decision.sub
-        if decision.action is Action.KEEP or sub.missing:
-            continue
-        ours = written_by_grader(decision.earlier, notebook) if decision.earlier else {}
-        with stop_when_disk_full():
-            sub.flags.extend(store_submitted(root, assignment, notebook, sub, ours))
 
 
 @dataclass
@@ -337,109 +326,6 @@ class _Engine:
             executor_factory=self.executor_factory,
             fn=fn,
         )
-
-
-@dataclass
-class _Recorder:
-    """The record step: each student's result into the course, and their feedback page.
-
-    Results are staged as they arrive, and committed to the gradebook together once
-    :data:`~autograder.grading.record.BATCH_SIZE` wait or
-    :data:`~autograder.grading.record.BATCH_SECONDS` have passed since the last commit:
-    a class graded slowly commits each result as it comes, and one graded fast commits
-    in batches.
-    """
-
-    out: GradeResult
-    config: Config
-    notebook: str
-    test_cells: dict[str, float]
-    gradebook_wait: float
-    notify: Callable[[str], None]
-    books: OpenGradebook  #: the course's gradebook, open for the whole run
-    pages: PageWriter | None  #: the run's feedback pages (None: ``feedback`` is off)
-    #: staged results waiting for the gradebook, with their decisions
-    staged: list[tuple[Decision, SubmissionResult]] = field(default_factory=list)
-    committed_at: float = field(default_factory=time.monotonic)
-    #: kept results whose page is missing (a run stopped before writing it)
-    unpaged: list[str] = field(default_factory=list)
-
-    @classmethod
-    def open(
-        cls,
-        stack: ExitStack,
-        out: GradeResult,
-        config: Config,
-        notebook: str,
-        template: Path,
-        feedback: bool,
-        gradebook_wait: float,
-        notify: Callable[[str], None],
-    ) -> _Recorder:
-        """The recorder of ``out``'s run, its ``results/`` folder made; ``stack`` closes
-        its gradebook."""
-        out.results_dir.mkdir(parents=True, exist_ok=True)
-        cells = template_test_cells(template, out.assignment, notebook)
-        books = stack.enter_context(OpenGradebook(db_url(out.course, config), config))
-        pages = stack.enter_context(PageWriter(out.course, out.assignment)) if feedback else None
-        return cls(out, config, notebook, cells, gradebook_wait, notify, books, pages)
-
-    def earlier(self, collected: Collected) -> dict[str, SubmissionResult | None]:
-        """What earlier runs recorded for each student of the class (None: nothing readable)."""
-        folder = self.out.results_dir
-        return {s.student: load_result(folder / f"{s.student}.json") for s in collected.submissions}
-
-    def record(self, decision: Decision, graded: SubmissionResult | None = None) -> list[str]:
-        """Stage ``decision``'s result (its key, who the student is), and commit what is
-        staged when it is time; return the students whose new results that committed.
-
-        A kept result is recorded again only when ``decision.rerecord``, and gets no page.
-        """
-        if decision.action is Action.KEEP and not decision.rerecord:
-            self._reused(decision)
-            return []
-        result = decision.recorded(graded)
-        stage(self.out.course, self.notebook, self.test_cells, result, self.out.results_dir)
-        self.staged.append((decision, result))
-        due = time.monotonic() - self.committed_at >= BATCH_SECONDS
-        return self.commit() if due or len(self.staged) >= BATCH_SIZE else []
-
-    def commit(self) -> list[str]:
-        """Put every staged result in the gradebook (one commit), then have the pages of
-        the new ones written; return those students."""
-        batch, self.staged = self.staged, []
-        if batch:
-            results = [result for _, result in batch]
-            course, results_dir = self.out.course, self.out.results_dir
-            wait, notify, books = self.gradebook_wait, self.notify, self.books
-            commit(course, self.config, self.notebook, results, results_dir, wait, notify, books)
-            self.committed_at = time.monotonic()
-        new, pages = [], []
-        for decision, result in batch:
-            if result.review:
-                self.out.to_review[decision.student] = list(result.review)
-            if decision.action is Action.KEEP:
-                self._reused(decision)
-                continue
-            new.append(decision.student)
-            if result.status is not Status.MISSING:
-                pages.append(decision.student)
-        pages, self.unpaged = pages + self.unpaged, []
-        if self.pages is not None and pages:
-            self.pages.write(pages)
-        self.out.graded_now.extend(new)
-        return new
-
-    def _reused(self, decision: Decision) -> None:
-        """Count a kept result as reused, noting its feedback page if an earlier run did
-        not write it."""
-        self.out.reused.append(decision.student)
-        kept = decision.result
-        if self.pages is None or kept is None or kept.status is Status.MISSING:
-            return
-        page = page_path(self.out.course, self.out.assignment, kept.student, self.notebook)
-        if not page.exists():
-            self.unpaged.append(kept.student)
 
 
 def _finish(

@@ -23,7 +23,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,7 @@ from autograder.course import (
 )
 from autograder.demonstrations import mark_problems, source_skipped_ids
 from autograder.files import write_atomic
-from autograder.grading.job import Job
+from autograder.grading.job import Job, RunSpec
 from autograder.grading.pool import run_jobs
 from autograder.grading.results import SubmissionResult
 from autograder.grading.template import (
@@ -272,41 +272,35 @@ def _self_check(root: Path, stages: list[_Stage], sandbox: bool | None) -> None:
     run_root = Path(tempfile.mkdtemp(prefix="selfcheck-", dir=scratch_dir(root)))
     try:
         jobs = []
-        templates = {}
+        specs = {}
         by_assignment = {stage.report.assignment: stage for stage in stages}
         for assignment, stage in by_assignment.items():
             template, _ = build_template(root, assignment)
-            templates[assignment] = template
             released = sorted(stage.generated.glob("*.ipynb"))
             if len(released) > 1:
                 raise UsageError("multi-notebook assignments are not supported by the self-check")
             for path in released:
+                spec = specs[assignment] = RunSpec(
+                    assignment, path.stem, template, run_root, sandbox=sandbox
+                )
                 source_nb = root / "source" / assignment / path.name
                 both_ways = (False, True) if source_skipped_ids(source_nb) else (False,)
                 for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
                     for run_demos in both_ways:
-                        jobs.append(
-                            Job(
-                                assignment=assignment,
-                                student=student,
-                                notebook=path.stem,
-                                data=nb_path.read_bytes(),
-                                template=template,
-                                scratch_root=run_root,
-                                sandbox=sandbox,
-                                run_demos=run_demos,
-                            )
-                        )
+                        way = replace(spec, run_demos=run_demos) if run_demos else spec
+                        jobs.append(way.job(student, nb_path.read_bytes()))
+        # a run's default workers and deadline, as ``grade`` has them
+        workers = max(spec.workers for spec in specs.values())
+        deadline = max(spec.deadline for spec in specs.values())
         results: dict[tuple[str, str, str], dict[bool, SubmissionResult]] = {}
-        for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
-            stage = by_assignment[job.assignment]
-            results.setdefault((job.assignment, job.notebook, job.student), {})[job.run_demos] = (
-                result
-            )
-            if not job.run_demos:
-                stage.problems += _check_problems(
-                    templates[job.assignment], stage.report, job, result
-                )
+        for job, result in run_jobs(jobs, workers=workers, hard_timeout=deadline):
+            spec = job.spec
+            stage = by_assignment[spec.assignment]
+            results.setdefault((spec.assignment, spec.notebook, job.student), {})[
+                spec.run_demos
+            ] = result
+            if not spec.run_demos:
+                stage.problems += _check_problems(stage.report, job, result)
         for (assignment, notebook, student), ways in sorted(results.items()):
             if len(ways) == 2:
                 by_assignment[assignment].problems += both_ways_problems(
@@ -334,29 +328,26 @@ def both_ways_problems(
     return problems
 
 
-def _check_problems(
-    template: Path, report: ReleaseReport, job: Job, result: SubmissionResult
-) -> list[str]:
+def _check_problems(report: ReleaseReport, job: Job, result: SubmissionResult) -> list[str]:
     """What the self-check's ``result`` for ``job`` says is wrong (recording its score)."""
-    cells = template_test_cells(template, job.assignment, job.notebook)
+    template, assignment, notebook = job.spec.template, job.spec.assignment, job.spec.notebook
+    cells = template_test_cells(template, assignment, notebook)
     got = {c.grade_id: c for c in result.cells}
     if not got:
         return [f"{job.student}: could not be graded: {result.reason}"]
     score = sum(c.score for c in got.values())
     total = sum(cells.values())
     problems = []
-    report.by_hand[job.notebook] = sum(
-        template_by_hand_cells(template, job.assignment, job.notebook).values()
-    )
+    report.by_hand[notebook] = sum(template_by_hand_cells(template, assignment, notebook).values())
     if job.student == "source-solution":
-        report.source_scores[job.notebook] = (score, total)
+        report.source_scores[notebook] = (score, total)
         for gid in cells:
             c = got.get(gid)
             if not c or c.score < c.max_score:
                 msg = c.message if c else "missing"
                 problems.append(f"source does not pass {gid}: {msg}")
     else:
-        report.release_scores[job.notebook] = (score, total)
+        report.release_scores[notebook] = (score, total)
         for gid in cells:
             c = got.get(gid)
             if c and c.score > 0:

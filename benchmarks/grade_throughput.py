@@ -130,8 +130,8 @@ def ours(
     during the run, ``CPU[name + "_parent"]`` the command's own process.  Returns the wall
     time and each submission's grading time (its result's ``seconds``).
     """
-    from autograder.grading.record import load_results
     from autograder.grading.template import build_template, sync_gradebook
+    from autograder.record.store import load_results
 
     course = new_course(work / name, lesson)
     # one-off per assignment, like plain nbgrader's generate_assignment (not timed either)
@@ -503,8 +503,8 @@ def ours_chapter(
     their demonstration marks taken out, so every cell runs."""
     from lesson_cost import unmarked_source
 
-    from autograder.grading.record import load_results
     from autograder.grading.template import build_template, sync_gradebook
+    from autograder.record.store import load_results
 
     course = work / name
     course.mkdir(parents=True)

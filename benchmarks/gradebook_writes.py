@@ -46,8 +46,9 @@ def measure(work: Path, name: str, n: int, db_url: str | None) -> tuple[list, li
     from autograder.course import db_url as course_db_url
     from autograder.course import load_config
     from autograder.grade import grade
-    from autograder.grading.record import OpenGradebook, record
+    from autograder.grading.gradebook import OpenGradebook
     from autograder.grading.template import template_test_cells
+    from autograder.record.store import record
     from autograder.render.feedback_page import write_pages
 
     course = new_course(work / name, db_url)

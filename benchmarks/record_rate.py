@@ -48,7 +48,7 @@ def full_marks(job, test_cells: dict[str, float]):
         CellResult(gid, points, points, CellStatus.PASSED) for gid, points in test_cells.items()
     ]
     return SubmissionResult(
-        job.student, job.assignment, Status.GRADED, cells=cells, autograded=job.data.decode()
+        job.student, job.spec.assignment, Status.GRADED, cells=cells, autograded=job.data.decode()
     )
 
 
@@ -56,7 +56,7 @@ def one_run(work: Path, n: int, db_url: str | None) -> dict:
     """Grade ``n`` copies in a new course under ``work``; the figures of the run."""
     from gradebook_writes import new_course  # the same course: E7.2, this gradebook
 
-    from autograder.grade import grade
+    from autograder.grade import Harness, grade
     from autograder.grading.template import template_test_cells
     from autograder.intake.collect import collect_class
     from autograder.release import release
@@ -78,7 +78,7 @@ def one_run(work: Path, n: int, db_url: str | None) -> dict:
     test_cells = template_test_cells(course, ASSIGNMENT, NOTEBOOK)
     job_fn = functools.partial(full_marks, test_cells=test_cells)
     start = time.perf_counter()
-    result = grade(ASSIGNMENT, submissions=subs, course=course, job_fn=job_fn)
+    result = grade(ASSIGNMENT, submissions=subs, course=course, harness=Harness(job_fn=job_fn))
     run = time.perf_counter() - start
     assert len(result.graded_now) == n and all(r.score == 50 for r in result.results.values())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux

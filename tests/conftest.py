@@ -187,7 +187,7 @@ def one_lesson_course(lesson_course):
 @pytest.fixture(scope="session")
 def graded_e7_2_fresh(tmp_path_factory, one_lesson_course) -> dict[str, SubmissionResult]:
     """Every E7.2 sample graded again with kernels started fresh (``--no-fork``)."""
-    from autograder.grade import grade
+    from autograder.grade import Harness, grade
 
     assignment = "e7_2_acceptance_tests"
     course = one_lesson_course(assignment, tmp_path_factory.mktemp("fresh") / "course")
@@ -198,5 +198,5 @@ def graded_e7_2_fresh(tmp_path_factory, one_lesson_course) -> dict[str, Submissi
         workers=2,
         sandbox=sandbox_available(),
         fork=False,
-        feedback=False,
+        harness=Harness(feedback=False),
     ).results

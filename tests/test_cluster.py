@@ -43,7 +43,7 @@ from support.dask_cluster import (
 )
 
 from autograder.course import UsageError
-from autograder.grade import grade
+from autograder.grade import Harness, grade
 from autograder.grading.cluster_pool import DaskEngine
 
 pytestmark = [pytest.mark.kernel, pytest.mark.cluster]
@@ -165,7 +165,7 @@ def _grade_with_crashes(course: Path, tmp_path: Path, students: dict, settings: 
             course=course,
             scheduler=address,
             sandbox=SANDBOX,
-            job_fn=crash_some,
+            harness=Harness(job_fn=crash_some),
         )
     finally:
         for worker in workers:

@@ -17,7 +17,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.course import UsageError
-from autograder.intake import collect as collect_mod
+from autograder.intake import reading
 from autograder.intake.collect import collect, collect_class, normalize_student_id
 from autograder.intake.spool import Spool, Spooled
 
@@ -142,7 +142,7 @@ def test_a_named_pipe_in_a_class_folder_is_listed_with_its_reason_and_never_open
 
 def test_a_folder_and_its_zip_are_admitted_alike(tmp_path, monkeypatch):
     """One policy: every entry not graded is listed, with the same reason, from both."""
-    monkeypatch.setattr(collect_mod, "MAX_NOTEBOOK_BYTES", 1000)
+    monkeypatch.setattr(reading, "MAX_NOTEBOOK_BYTES", 1000)
     deep = "/".join(f"d{i}" for i in range(12))
     files = {
         "alice.ipynb": NB,
@@ -185,7 +185,7 @@ def test_a_folder_and_its_zip_are_admitted_alike(tmp_path, monkeypatch):
 
 
 def test_too_deep_and_too_large_members_are_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(collect_mod, "MAX_NOTEBOOK_BYTES", 1000)
+    monkeypatch.setattr(reading, "MAX_NOTEBOOK_BYTES", 1000)
     deep = "/".join(f"d{i}" for i in range(12))
     archive = zip_with(
         tmp_path / "big.zip",

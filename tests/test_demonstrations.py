@@ -216,7 +216,7 @@ def test_the_same_submission_graded_running_every_cell_runs_the_demonstration(
     make = job_factory(demo_course, tmp_path / "scratch")
     job = make("learner", **CORRECT)
     skipping = grade_job(job)
-    running = grade_job(replace(job, run_demos=True))
+    running = grade_job(replace(job, spec=replace(job.spec, run_demos=True)))
     assert [(c.grade_id, c.score) for c in skipping.cells] == [
         (c.grade_id, c.score) for c in running.cells
     ]
@@ -253,7 +253,7 @@ def test_lesson_samples_score_the_same_when_every_cell_runs(lesson_course, tmp_p
     demonstrations too) score, cell by cell, what ``expected.json`` says, which is what
     ``graded_lessons`` scores skipping them (``test_lessons.py``).  ``release``'s
     self-check does the same for the source and the blank release."""
-    from autograder.grading.job import Job
+    from autograder.grading.job import RunSpec
     from autograder.grading.pool import run_jobs
     from autograder.grading.template import build_template
 
@@ -264,23 +264,21 @@ def test_lesson_samples_score_the_same_when_every_cell_runs(lesson_course, tmp_p
         mistake = next(p for p in samples if p.stem.startswith("mistake-"))
         for path in (FILES / assignment / "submissions" / "reference.ipynb", mistake):
             jobs.append(
-                Job(
-                    assignment=assignment,
-                    student=path.stem,
-                    notebook=next((lesson_course / "source" / assignment).glob("*.ipynb")).stem,
-                    data=path.read_bytes(),
-                    template=template,
-                    scratch_root=tmp_path,
+                RunSpec(
+                    assignment,
+                    next((lesson_course / "source" / assignment).glob("*.ipynb")).stem,
+                    template,
+                    tmp_path,
                     sandbox=sandbox_available(),
                     run_demos=True,
-                )
+                ).job(path.stem, path.read_bytes())
             )
     differences = []
     for job, running in run_jobs(jobs, workers=2, hard_timeout=900):
-        expected = autograded_expectations(job.assignment)[job.student]
+        expected = autograded_expectations(job.spec.assignment)[job.student]
         ran = {c.grade_id: c.score for c in running.cells}
         differences += [
-            f"{job.assignment} {job.student} {gid}: {points:g} expected (skipping), "
+            f"{job.spec.assignment} {job.student} {gid}: {points:g} expected (skipping), "
             f"{ran.get(gid)} running every cell"
             for gid, points in expected.items()
             if ran.get(gid) != points

@@ -34,11 +34,12 @@ from support.course import (
     write_nb,
 )
 
-from autograder.grade import grade
+from autograder.grade import Harness, grade
+from autograder.grading.gradebook import RecordError
 from autograder.grading.processes import JOB_MARKER, kill_orphans
-from autograder.grading.record import RecordError, load_results, write_csvs
+from autograder.record.page_writer import PageWriter
+from autograder.record.store import load_results, write_csvs
 from autograder.render.feedback_page import write_pages
-from autograder.render.page_writer import PageWriter
 from autograder.sandbox import Limits, tether
 from autograder.sandbox.launch import Launch
 
@@ -407,7 +408,7 @@ def test_grade_waits_for_a_locked_gradebook_and_records_everything(mini_course, 
             workers=2,
             sandbox=SANDBOX,
             progress=progress,
-            notify=notify,
+            harness=Harness(notify=notify),
         )
     finally:
         for h in holder:
@@ -438,7 +439,7 @@ def test_a_gradebook_locked_too_long_stops_the_run_and_loses_nothing(mini_course
                 workers=1,
                 sandbox=SANDBOX,
                 progress=progress,
-                notify=lambda message: None,
+                harness=Harness(notify=lambda message: None),
                 gradebook_wait=1,
             )
         results = mini_course / "reports/mini/results"

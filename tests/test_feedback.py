@@ -582,7 +582,7 @@ def test_an_answer_graded_as_an_answer_shows_its_score_with_the_learners_text():
 def test_a_runs_second_process_writes_the_same_pages(course: Path, pages: dict[str, str]):
     """``grade`` hands a batch of students to :class:`PageWriter`, which writes their pages
     in a second process: the same pages as ``specdec-course feedback`` writes."""
-    from autograder.render.page_writer import PageWriter
+    from autograder.record.page_writer import PageWriter
 
     for page in (course / "feedback").glob(f"*/{ASSIGNMENT}/*.html"):
         page.unlink()

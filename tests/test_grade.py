@@ -24,8 +24,8 @@ from support.course import (
 )
 
 from autograder import cli
-from autograder.grade import grade
-from autograder.grading.job import Job, grade_job
+from autograder.grade import Harness, grade
+from autograder.grading.job import RunSpec, grade_job
 from autograder.grading.pool import run_jobs
 
 pytestmark = pytest.mark.kernel
@@ -332,7 +332,7 @@ def test_a_crashing_worker_fails_only_its_submission(mini_course, release_nb, tm
         course=mini_course,
         workers=2,
         sandbox=SANDBOX,
-        job_fn=crash_on_mallory,
+        harness=Harness(job_fn=crash_on_mallory),
         **engine,
     )
     assert result.results["mallory"].status == "failed"
@@ -362,8 +362,7 @@ def test_a_hung_worker_is_stopped_at_the_hard_deadline(mini_course, release_nb, 
         course=mini_course,
         workers=2,
         sandbox=SANDBOX,
-        job_fn=hang_on_mallory,
-        hard_timeout=12,
+        harness=Harness(job_fn=hang_on_mallory, hard_timeout=12),
         **engine,
     )
     assert time.monotonic() - start < 600  # not the hour that the job would hang
@@ -399,7 +398,7 @@ def test_results_do_not_depend_on_the_engine(pristine_mini_course, release_nb, t
             workers=2,
             timeout=3,
             sandbox=SANDBOX,
-            job_fn=crash_on_mallory,
+            harness=Harness(job_fn=crash_on_mallory),
             **engine,
         )
         outcomes[name] = {
@@ -411,8 +410,8 @@ def test_results_do_not_depend_on_the_engine(pristine_mini_course, release_nb, t
 
 
 def test_run_jobs_yields_every_job_once_when_workers_crash():
-    jobs = [Job("a", f"s{i}", "nb", b"", Path("/nonexistent"), Path("/tmp")) for i in range(5)]
-    jobs.append(Job("a", "mallory", "nb", b"", Path("/nonexistent"), Path("/tmp")))
+    spec = RunSpec("a", "nb", Path("/nonexistent"), Path("/tmp"))
+    jobs = [spec.job(student, b"") for student in [f"s{i}" for i in range(5)] + ["mallory"]]
     seen = [job.student for job, _ in run_jobs(jobs, workers=2, hard_timeout=60, fn=_crash_or_echo)]
     assert sorted(seen) == sorted(j.student for j in jobs)
 
@@ -420,7 +419,7 @@ def test_run_jobs_yields_every_job_once_when_workers_crash():
 def test_a_local_worker_has_what_it_inherited_frozen_out_of_the_collector():
     """nbgrader and the rest, imported by the forkserver, live as long as the worker: its
     garbage collector skips them (``gc.freeze``), and walks only what the jobs make."""
-    jobs = [Job("a", "s0", "nb", b"", Path("/nonexistent"), Path("/tmp"))]
+    jobs = [RunSpec("a", "nb", Path("/nonexistent"), Path("/tmp")).job("s0", b"")]
     [(_, state)] = list(run_jobs(jobs, workers=1, hard_timeout=60, fn=_collector_state))
     assert state["nbgrader_imported"]
     # frozen: what the worker inherited; tracked: what it made since (this test module's

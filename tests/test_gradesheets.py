@@ -31,7 +31,7 @@ def row(
         Status(status),
         score=score,
         max_score=4,
-        identity=Identity(lms_user_id, first, last, email),
+        identity=Identity(lms_user_id, first, last, email, late=more.pop("late", None)),
         **more,
     )
 
@@ -179,3 +179,18 @@ def test_the_moodle_comment_and_the_csv_say_how_a_grade_was_reached():
         ("waiting: why", "0"),
         ("", "1"),
     ]
+
+
+def test_every_export_format_an_lms_declares_has_its_sheet():
+    """``export --to`` offers the LMSs that declare an import file, and plain CSV; each
+    has its sheet."""
+    from autograder.intake.detect import EXPORT_FORMATS, LAYOUTS
+    from autograder.render.gradesheets import SHEETS
+
+    declared = [layout.name for layout in LAYOUTS if layout.export]
+    assert EXPORT_FORMATS == (*declared, "csv") and set(declared) == {
+        "canvas",
+        "moodle",
+        "blackboard",
+    }
+    assert set(SHEETS) == set(EXPORT_FORMATS)

@@ -9,6 +9,7 @@ gives; and that a file of another schema, or of none, is not read.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -16,7 +17,6 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder.grading.record import load_result
 from autograder.grading.results import (
     SCHEMA,
     CellStatus,
@@ -28,6 +28,7 @@ from autograder.grading.students import identified, record_student
 from autograder.intake.collect import Submission, collect_class
 from autograder.intake.records import Claim, Identity, Member, assemble
 from autograder.intake.roster import apply_roster, parse_roster
+from autograder.record.store import load_result
 from autograder.render.gradesheets import csv_sheet
 
 NB = nbformat.writes(new_notebook(cells=[new_code_cell("x = 1", id="c0")])).encode()
@@ -133,16 +134,18 @@ def test_the_roster_wins_over_the_download_where_it_knows_a_field(tmp_path):
 
 def test_a_result_says_who_the_submission_says_and_keeps_what_it_does_not_know():
     when = datetime(2026, 12, 1, 9, 30, tzinfo=timezone(timedelta(hours=1)))
-    sub = Submission("5531", "5531.ipynb", NB, identity=Identity("5531", "Jane"), timestamp=when)
+    sub = Submission("5531", "5531.ipynb", NB, identity=Identity("5531", "Jane", timestamp=when))
+    earlier = datetime(2026, 11, 1, tzinfo=timezone.utc)
     result = SubmissionResult(
-        "5531", "mini", identity=Identity("5531", "J", "López"), timestamp="x", late=True
+        "5531", "mini", identity=Identity("5531", "J", "López", timestamp=earlier, late=True)
     )
 
     now = identified(result, sub)
 
-    assert now.identity == Identity("5531", "Jane", "López")
-    assert (now.timestamp, now.late) == ("2026-12-01T08:30:00+00:00", True)
-    assert result.identity == Identity("5531", "J", "López")  # not changed
+    in_utc = datetime(2026, 12, 1, 8, 30, tzinfo=timezone.utc)
+    assert now.identity == Identity("5531", "Jane", "López", timestamp=in_utc, late=True)
+    assert now.identity.timestamp.utcoffset() == timedelta(0)  # one time zone, UTC
+    assert result.identity == Identity("5531", "J", "López", timestamp=earlier, late=True)
     assert identified(now, sub) == now  # nothing more to tell: an equal result
 
 
@@ -154,9 +157,9 @@ def test_a_result_says_who_the_submission_says_and_keeps_what_it_does_not_know()
 def test_a_results_file_reads_back_the_same():
     result = SubmissionResult.from_json(TODAYS_FILE)
 
-    assert result.identity == JANE
-    assert (result.timestamp, result.late, result.in_gradebook) == (
-        "2026-11-30T23:01:02+00:00",
+    assert replace(result.identity, timestamp=None, late=None) == JANE  # and when, below
+    assert (result.identity.timestamp, result.identity.late, result.in_gradebook) == (
+        datetime(2026, 11, 30, 23, 1, 2, tzinfo=timezone.utc),
         True,
         True,
     )

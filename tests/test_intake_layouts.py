@@ -26,8 +26,8 @@ from support.lms import (
 )
 
 from autograder.intake.canvas import parse_name as parse_canvas_name
-from autograder.intake.collect import read_members
 from autograder.intake.detect import parse_download, scores
+from autograder.intake.reading import read_members
 from autograder.intake.records import Context, Identity, Intake, Member
 from autograder.intake.roster import apply_roster, parse_roster
 
@@ -66,11 +66,11 @@ def test_canvas_ids_late_resubmission_text_entry_and_anonymous():
     recs = by_id(intake)
     assert sorted(recs) == ["48213", "5511", "9", "anon_aB3dE"]  # a text entry is no student
     john = recs["48213"]
-    assert john.late is True and john.identity.lms_user_id == "48213"
+    assert john.identity.late is True and john.identity.lms_user_id == "48213"
     assert john.member.data == NB2  # the re-upload (higher attachment id) is graded, once
     assert any("older upload" in i for i in john.ignored)
     zoe = recs["5511"]
-    assert zoe.member.name.endswith("_1177002_my work (final).ipynb") and zoe.late is False
+    assert zoe.member.name.endswith("_1177002_my work (final).ipynb") and zoe.identity.late is False
     assert any(f.startswith("other-name:") for f in zoe.flags)
     assert "doejane_77_text.html (text entry); 77 sent no notebook" in intake.ignored
     assert recs["anon_aB3dE"].identity.lms_user_id is None
@@ -124,7 +124,8 @@ def test_blackboard_newest_attempt_counts_and_receipts_are_ignored():
     assert intake.layout == "blackboard"
     recs = by_id(intake)
     assert sorted(recs) == ["ann_lee", "jdoe"]
-    assert recs["jdoe"].member.data == NB2 and recs["jdoe"].timestamp == t0 + timedelta(hours=2)
+    assert recs["jdoe"].member.data == NB2
+    assert recs["jdoe"].identity.timestamp == t0 + timedelta(hours=2)
     assert any("attempt receipt" in i for i in recs["jdoe"].ignored)
     assert any("older attempt" in i for i in recs["jdoe"].ignored)
 
@@ -154,7 +155,7 @@ def test_gradescope_sid_email_and_group_submission_grades_every_member():
     recs = by_id(intake)
     assert sorted(recs) == ["0042", "bo_uni.edu"]
     assert recs["0042"].member is recs["bo_uni.edu"].member
-    assert recs["0042"].identity.email == "jane@uni.edu" and recs["0042"].timestamp == when
+    assert recs["0042"].identity.email == "jane@uni.edu" and recs["0042"].identity.timestamp == when
     assert any("submission_102/a.py" in i for i in intake.ignored)
     assert any("group submission" in w for w in intake.warnings)
 
@@ -190,7 +191,7 @@ def test_nbgrader_submitted_keeps_hub_usernames_exactly():
     assert intake.layout == "nbgrader"
     recs = by_id(intake)
     assert sorted(recs) == ["Bob", "jane.doe@uni.edu"]
-    assert recs["Bob"].timestamp.isoformat() == "2026-12-01T08:00:00.500000+00:00"
+    assert recs["Bob"].identity.timestamp.isoformat() == "2026-12-01T08:00:00.500000+00:00"
     assert recs["jane.doe@uni.edu"].ignored == []
 
 

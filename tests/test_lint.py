@@ -1,6 +1,7 @@
 """The code follows the project's ruff configuration (pyproject.toml)."""
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -28,7 +29,13 @@ PACKAGE = REPO / "autograder"
 #: The layers of ``autograder``, lowest first: a module may import from its own layer or a
 #: lower one, never a higher one.  A name ending in ``.*`` is a package and its modules.
 LAYERS = [
-    ["autograder", "autograder.cells", "autograder.course", "autograder.files"],
+    [
+        "autograder",
+        "autograder.cells",
+        "autograder.course",
+        "autograder.defaults",
+        "autograder.files",
+    ],
     ["autograder.demonstrations"],
     ["autograder.integrity.*"],
     ["autograder.sandbox.*"],
@@ -36,6 +43,7 @@ LAYERS = [
     ["autograder.intake.*"],
     ["autograder.grading.*"],
     ["autograder.render.*"],
+    ["autograder.record.*"],
     ["autograder.feedback", "autograder.report", "autograder.lab"],
     [
         "autograder.grade",
@@ -67,7 +75,7 @@ LAZY_IMPORTS = {
     ("autograder.cli", "autograder.demo"),
     ("autograder.cli", "autograder.handout.kit"),
     ("autograder.cli", "autograder.render.terminal"),
-    ("autograder.cli", "autograder.grading.record"),
+    ("autograder.cli", "autograder.grading.gradebook"),
     # nbgrader and traitlets only where a course is opened: UsageError and find_course
     # (the command's parsing) do without them
     ("autograder.course", "traitlets.config.loader"),
@@ -137,6 +145,7 @@ def _layer(module: str) -> int:
     raise AssertionError(f"{module} is in no layer of tests/test_lint.py's LAYERS")
 
 
+@functools.cache  # read by several tests; the tree does not change during a run
 def _graph() -> dict[str, set[str]]:
     modules = _modules()
     known = set(modules)
@@ -154,6 +163,29 @@ def test_no_module_imports_from_a_layer_above_it():
         if _layer(dst) > _layer(src)
     ]
     assert upward == []
+
+
+#: What rendering reads: the results and the grades read back from the gradebook, never
+#: the intake (a roster is handed over as a sheet) nor the record stage that calls it.
+RENDER_READS = (
+    "autograder.render.",
+    "autograder.grading.results",
+    "autograder.grading.gradebook_grades",
+    "autograder.course",
+    "autograder.cells",
+    "autograder.files",
+)
+
+
+def test_render_depends_only_on_results():
+    outside = [
+        f"{src} imports {dst}"
+        for src, targets in _graph().items()
+        if src.startswith("autograder.render.")
+        for dst in sorted(targets)
+        if not dst.startswith(RENDER_READS)
+    ]
+    assert outside == []
 
 
 def test_the_package_has_no_import_cycle():

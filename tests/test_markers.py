@@ -47,10 +47,10 @@ def test_unmarked_nbclient_kernel():
 
 
 def test_unmarked_grading_in_this_process(tmp_path):
-    from autograder.grade import grade
+    from autograder.grade import Harness, grade
 
     course, subs = _submissions(tmp_path)
-    grade("mini", submissions=subs, course=course, workers=1, feedback=False)
+    grade("mini", submissions=subs, course=course, workers=1, harness=Harness(feedback=False))
 
 
 def test_unmarked_grading_command(tmp_path):

@@ -16,20 +16,17 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder.grading.job import Job, grade_job
-from autograder.grading.plan import Action, Decision, plan
-from autograder.grading.record import result_key
+from autograder.grading.job import RunSpec, grade_job
+from autograder.grading.plan import Action, Decision, plan, result_key
 from autograder.grading.results import Status, SubmissionResult
 from autograder.intake.collect import Submission
 from autograder.intake.records import Identity
 from autograder.intake.spool import Spool
 
-#: The run's job: what every graded submission's job copies (no file is looked at).
-JOB = Job(
+#: The run's spec: what every graded submission's job carries (no file is looked at).
+SPEC = RunSpec(
     assignment="mini",
-    student="",
     notebook="mini",
-    data=b"",
     template=Path("/nonexistent/templates/mini"),
     scratch_root=Path("/nonexistent/scratch"),
     cell_timeout=10,
@@ -51,7 +48,7 @@ def missing(student: str, **fields) -> Submission:
 
 
 def key(sub: Submission, template_hash: str = TEMPLATE_HASH) -> str:
-    return result_key(sub, template_hash, JOB.cell_timeout, JOB.sandbox)
+    return result_key(sub, template_hash, SPEC.cell_timeout, SPEC.sandbox)
 
 
 def earlier(sub: Submission, status: Status = Status.GRADED, **fields) -> SubmissionResult:
@@ -64,7 +61,7 @@ def decide(
     sub: Submission, before: SubmissionResult | None = None, *, force: bool = False
 ) -> Decision:
     """The one decision ``plan`` makes for a class of ``sub`` alone."""
-    (decision,) = plan([sub], {sub.student: before}, JOB, TEMPLATE_HASH, force=force).decisions
+    (decision,) = plan([sub], {sub.student: before}, SPEC, TEMPLATE_HASH, force=force).decisions
     return decision
 
 
@@ -81,7 +78,7 @@ def test_an_unchanged_submission_keeps_its_result_and_is_not_recorded_again():
 
     assert decision.action is Action.KEEP and decision.rerecord is False
     assert decision.result == before and decision.earlier is before
-    assert decision.job is None and decision.key == before.key
+    assert decision.key == before.key
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["", "force"])
@@ -100,9 +97,7 @@ def test_a_student_better_known_now_is_recorded_again_and_the_earlier_result_is_
     when = datetime(2026, 11, 30, 23, 1, 2, tzinfo=timezone.utc)
     sub = submission(
         "alice",
-        identity=Identity("5531", "Jane", None, "jane@uni.edu"),
-        timestamp=when,
-        late=True,
+        identity=Identity("5531", "Jane", None, "jane@uni.edu", timestamp=when, late=True),
     )
     before = earlier(sub, identity=Identity("5531", last_name="Doe"))
     as_recorded = copy.deepcopy(before)
@@ -110,8 +105,9 @@ def test_a_student_better_known_now_is_recorded_again_and_the_earlier_result_is_
     decision = decide(sub, before)
 
     assert decision.action is Action.KEEP and decision.rerecord is True
-    assert decision.result.identity == Identity("5531", "Jane", "Doe", "jane@uni.edu")
-    assert (decision.result.timestamp, decision.result.late) == (when.isoformat(), True)
+    assert decision.result.identity == Identity(
+        "5531", "Jane", "Doe", "jane@uni.edu", timestamp=when, late=True
+    )
     assert decision.result.score == 3.0 and decision.result.key == before.key
     assert before == as_recorded  # plan changes nothing it is given
 
@@ -143,7 +139,7 @@ def test_no_notebook_is_read_until_its_job_is_taken_one_at_a_time():
     kept = submission("alice", spool.put(NOT_JSON))  # unchanged since it was graded
     new = [submission(name, spool.put(NB.replace(b"x = 1", name.encode()))) for name in "bcd"]
 
-    decided = plan([kept, *new], {"alice": earlier(kept)}, JOB, TEMPLATE_HASH)
+    decided = plan([kept, *new], {"alice": earlier(kept)}, SPEC, TEMPLATE_HASH)
 
     assert [d.action for d in decided.decisions] == [Action.KEEP] + [Action.GRADE] * 3
     assert spool.reads == [] and kept.problem is None
@@ -166,9 +162,9 @@ def test_a_new_submission_is_graded_by_a_copy_of_the_runs_job():
     decision = decide(sub)
 
     assert decision.action is Action.GRADE and decision.result is None
-    (job,) = plan([sub], {}, JOB, TEMPLATE_HASH).jobs
+    (job,) = plan([sub], {}, SPEC, TEMPLATE_HASH).jobs
     assert (job.student, job.data) == ("alice", NB)  # as sent: its worker parses it
-    assert job.template == JOB.template and job.cell_timeout == JOB.cell_timeout
+    assert job.spec == SPEC
     assert decision.key == key(sub) and decision.earlier is None
 
 
@@ -207,7 +203,7 @@ def test_a_file_that_could_not_be_read_is_recorded_invalid_with_its_reason(probl
 
     decision = decide(sub)
 
-    assert decision.action is Action.RECORD and decision.job is None
+    assert decision.action is Action.RECORD
     result = decision.result
     assert (result.student, result.assignment, result.status) == ("alice", "mini", Status.INVALID)
     assert result.reason == problem
@@ -226,8 +222,8 @@ def test_a_file_that_is_not_a_notebook_goes_to_a_worker_which_says_invalid_at_on
     before = earlier(submission("alice"))
 
     decision = decide(submission("alice", data), before)
-    (job,) = plan([decision.sub], {}, JOB, TEMPLATE_HASH).jobs
-    result = grade_job(job)  # no scratch folder: JOB's scratch root does not exist
+    (job,) = plan([decision.sub], {}, SPEC, TEMPLATE_HASH).jobs
+    result = grade_job(job)  # no scratch folder: SPEC's scratch root does not exist
 
     assert decision.action is Action.GRADE and decision.earlier is before
     assert (result.student, result.assignment, result.status) == ("alice", "mini", Status.INVALID)
@@ -258,7 +254,7 @@ def test_one_decision_per_student_in_the_class_order_and_the_jobs_in_that_order(
     subs = [submission("alice"), missing("bob"), submission("carol", NOT_JSON), submission("dan")]
     recorded = {"alice": earlier(subs[0]), "bob": None}
 
-    decided = plan(subs, recorded, JOB, TEMPLATE_HASH)
+    decided = plan(subs, recorded, SPEC, TEMPLATE_HASH)
 
     assert [(d.student, d.action) for d in decided.decisions] == [
         ("alice", Action.KEEP),
@@ -279,7 +275,7 @@ def test_one_decision_per_student_in_the_class_order_and_the_jobs_in_that_order(
 def test_a_graded_result_is_recorded_with_the_runs_key_the_student_and_the_intakes_flags_first():
     when = datetime(2026, 11, 30, 23, 1, 2, tzinfo=timezone.utc)
     sub = submission(
-        "alice", flags=["other-name: graded a.ipynb"], identity=Identity("5531"), timestamp=when
+        "alice", flags=["other-name: graded a.ipynb"], identity=Identity("5531", timestamp=when)
     )
     decision = decide(sub)
     graded = SubmissionResult("alice", "mini", Status.GRADED, score=4.0, flags=["killed"])
@@ -287,9 +283,9 @@ def test_a_graded_result_is_recorded_with_the_runs_key_the_student_and_the_intak
 
     result = decision.recorded(graded)
 
-    assert result.key == key(sub) and result.identity == Identity("5531")
+    assert result.key == key(sub) and result.identity == Identity("5531", timestamp=when)
     assert result.flags == ["other-name: graded a.ipynb", "killed"]
-    assert (result.timestamp, result.score) == (when.isoformat(), 4.0)
+    assert result.score == 4.0
     assert graded == as_returned  # the worker's result is not changed
 
 

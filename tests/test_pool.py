@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from autograder.grading.job import Job
+from autograder.grading.job import Job, RunSpec
 from autograder.grading.pool import run_jobs
 from autograder.grading.results import Status, SubmissionResult
 
@@ -14,7 +14,9 @@ WORKERS = 2
 
 
 def job(student: str) -> Job:
-    return Job("mini", student, "mini", b"{}", Path("/nonexistent/t"), Path("/nonexistent/s"))
+    return RunSpec("mini", "mini", Path("/nonexistent/t"), Path("/nonexistent/s")).job(
+        student, b"{}"
+    )
 
 
 def test_each_job_is_taken_only_when_a_worker_is_free_for_it():
@@ -26,7 +28,7 @@ def test_each_job_is_taken_only_when_a_worker_is_free_for_it():
             yield job(f"s{i:02d}")
 
     def graded(j: Job) -> SubmissionResult:
-        return SubmissionResult(j.student, j.assignment, Status.GRADED)
+        return SubmissionResult(j.student, j.spec.assignment, Status.GRADED)
 
     finished, most_ahead = [], 0
     for done, result in run_jobs(

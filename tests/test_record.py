@@ -6,15 +6,17 @@ No kernel: the results are written by hand, and nbgrader's own ``Gradebook`` rea
 from __future__ import annotations
 
 import shutil
-from datetime import datetime
+from dataclasses import replace
+from datetime import datetime, timezone
 
 import pytest
 from nbgrader.api import Gradebook, Student
 
 from autograder.course import db_url, load_config
-from autograder.grading.record import OpenGradebook, record
+from autograder.grading.gradebook import OpenGradebook
 from autograder.grading.results import CellResult, CellStatus, Status, SubmissionResult
 from autograder.intake.records import Identity
+from autograder.record.store import record
 
 CELLS = {"test_square_small": 1.0, "test_square_hidden": 2.0, "test_cube": 1.0}
 
@@ -102,7 +104,7 @@ def test_a_new_submission_has_the_rows_that_nbgrader_gives_it(mini_course):
     defaults)."""
     from datetime import datetime
 
-    from autograder.grading.gradebook_rows import AssignmentShape, add_scored_submission
+    from autograder.record.gradebook_rows import AssignmentShape, add_scored_submission
 
     scores = {"test_square_small": 1.0, "test_cube": 0.0}  # test_square_hidden: no score
     when = datetime(2026, 3, 1, 12, 30)
@@ -141,7 +143,7 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
 ):
     """A batch of a student with a submission, one with only a row, and a new one, written
     with what the gradebook holds read once (``Held``), equals nbgrader's calls one by one."""
-    from autograder.grading.gradebook_rows import AssignmentShape, write_batch, write_scores
+    from autograder.record.gradebook_rows import AssignmentShape, write_batch, write_scores
 
     config = load_config(mini_course)
     with OpenGradebook(db_url(mini_course, config), config) as books:
@@ -158,7 +160,9 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
         done = [result(s, dict.fromkeys(CELLS, 1.0)) for s in ("old", "known", "new")]
         who = [Identity(last_name="Old"), Identity("77", email="k@x.org"), Identity("9", "Nia")]
         for one, identity in zip(done, who, strict=True):
-            one.identity, one.timestamp = identity, "2026-03-01T13:00:00+00:00"
+            one.identity = replace(
+                identity, timestamp=datetime(2026, 3, 1, 13, tzinfo=timezone.utc)
+            )
         return done
 
     late = {}
@@ -170,7 +174,7 @@ def test_a_batch_read_at_once_writes_the_rows_nbgrader_writes_one_by_one(
             else:
                 for one in done:
                     write_scores(gb, config, "mini", one, AssignmentShape.read(gb, "mini"))
-        late[at_once] = [one.late for one in done]
+        late[at_once] = [one.identity.late for one in done]
 
     ours = gradebook_rows(db_url(mini_course, config))
     assert sorted(ours) == ["known", "new", "old", "students"]

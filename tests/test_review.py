@@ -31,7 +31,7 @@ from support.course import (
 from support.gradebook import comments_of, grade_rows, review
 
 from autograder.export import export
-from autograder.grade import grade
+from autograder.grade import Harness, grade
 from autograder.grading.results import CellStatus
 from autograder.render.terminal import review_lines
 
@@ -178,7 +178,7 @@ def test_export_waits_for_a_gradebook_the_formgrader_keeps_locked(review_course,
     gradebook's grades, and nothing in the gradebook changed."""
     course = review_course
     subs = submissions(course, tmp_path / "subs", ann=CORRECT)
-    run(course, subs, feedback=False)
+    run(course, subs, harness=Harness(feedback=False))
     review(course, "mini", "mini", "ann", scores={"why": 1})
     before = (course / "gradebook.db").read_bytes()
     holder = sqlite3.connect(course / "gradebook.db", isolation_level=None, check_same_thread=False)

@@ -75,7 +75,10 @@ def test_a_spare_made_for_other_jobs_is_killed_not_used(jobs, spares, adoptions)
     grade_job(jobs("alice"), spares)
     waiting = spares.spare
     assert waiting is not None and alive(waiting.km)
-    other = dataclasses.replace(jobs("bob"), cell_timeout=12)  # another run's settings
+    bob = jobs("bob")
+    other = dataclasses.replace(
+        bob, spec=dataclasses.replace(bob.spec, cell_timeout=12)
+    )  # another run
     result = grade_job(other, spares)
     assert result.status == "graded" and result.score == 4
     assert adoptions == [None, None]

@@ -414,7 +414,7 @@ def corpus(tmp_path_factory, one_lesson_course):
     """Grade every adversarial submission once (sandboxed, 2 workers); return the results."""
     if not sandbox_available():
         pytest.skip(f"sandbox unavailable: {sandbox.sandbox_problem()}")
-    from autograder.grade import grade
+    from autograder.grade import Harness, grade
 
     tmp = tmp_path_factory.mktemp("adversarial")
     course = one_lesson_course(ASSIGNMENT, tmp / "course")
@@ -437,7 +437,7 @@ def corpus(tmp_path_factory, one_lesson_course):
             timeout=10,
             notebook_timeout=120,
             sandbox=True,
-            feedback=False,
+            harness=Harness(feedback=False),
         )
         try:
             accepted = [server.accept()]

@@ -1,25 +1,15 @@
-"""Grading jobs on a Dask cluster, behind the same ``Executor`` interface as the local pool.
+"""Connecting to a Dask cluster for a ``grade`` run: its client, checked, and the templates.
 
 :class:`DaskEngine` is the instructor's side of one ``grade`` run on Dask: a
 ``distributed.Client`` connected to an existing scheduler (``--scheduler ADDRESS``,
 ``tcp://`` or ``tls://``) or to a ``LocalCluster`` of one-thread worker processes
-started for the run (``--cluster local[:N]``).  Dask schedules; this module only keeps
-as many jobs in flight as the cluster has worker threads, so that each one-thread
-worker holds one job and a worker that dies takes only its own job with it.
+started for the run (``--cluster local[:N]``).  It checks the scheduler's settings and
+that each worker grades as the instructor does, ships each template to the workers
+once, and hands ``run_jobs`` its executor
+(:class:`~autograder.grading.cluster_executor.DaskExecutor`, the jobs as Dask tasks).
 
 The worker side (the preload, the check that a worker grades as the instructor does,
 the template each worker receives once per template hash) is ``cluster_worker``.
-Failures map onto the local pool's results.  Whatever the scheduler's own
-``allowed-failures``, a job is blamed when it has taken down :data:`DEATHS_TO_BLAME`
-workers: the executor counts the deaths itself, from the scheduler's ``remove-worker``
-events, runs a job again when the scheduler gave up on it sooner, and cancels it when the
-scheduler would retry it again; the job is then ``failed`` with the same reason as a crash
-in the local pool.  A scheduler that retries on its own may already have handed a blamed
-job to another worker when the cancel reaches it, and a running task cannot be cancelled:
-that worker's process is ended as soon as it says it has started the job
-(:func:`~autograder.grading.cluster_worker.stop_blamed_job`; its nanny starts another).
-A job past its hard deadline is cancelled and its worker restarted through its nanny
-(:meth:`DaskExecutor.abandon`).
 """
 
 from __future__ import annotations
@@ -27,23 +17,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
-import uuid
-from collections.abc import Iterable
-from concurrent.futures import CancelledError, Future
 from contextlib import ExitStack
 from pathlib import Path
 from types import MappingProxyType
 
 import dask
 from distributed import Client, LocalCluster
-from distributed.scheduler import KilledWorker
 from distributed.security import Security
 
 from autograder.course import UsageError
 from autograder.grading import cluster_worker, forkserver
-from autograder.grading.cluster_worker import run_job
-from autograder.grading.pool import ClusterExecutor
+from autograder.grading.cluster_executor import DEATHS_TO_BLAME, DaskExecutor
 
 #: The scheduler settings that suit grading, which ``--cluster local`` starts with: a job
 #: is retried once on another worker, and a one-thread worker is never sent a second job
@@ -55,9 +39,6 @@ SCHEDULER_CONFIG = MappingProxyType(
         "distributed.scheduler.worker-saturation": 1.0,
     }
 )
-#: Workers a job may take down before its submission is blamed: the first death may be
-#: the machine's (a worker killed from outside); the second is the submission's.
-DEATHS_TO_BLAME = 2
 WORKER_WAIT_SECONDS = 60.0
 TLS_FILES = ("ca.pem", "cert.pem", "key.pem")
 
@@ -249,222 +230,9 @@ class DaskEngine:
             )
 
 
-class LostWorkers(Exception):
-    """A job took down this many workers: its submission is blamed, and not run again."""
-
-    def __init__(self, deaths: int):
-        super().__init__(f"the job took down {deaths} Dask workers")
-        self.deaths = deaths
-
-
 def _scheduler_settings(dask_scheduler) -> dict:
     """What the running scheduler uses for the settings in :data:`SCHEDULER_CONFIG`."""
     return {
         "distributed.scheduler.allowed-failures": dask_scheduler.allowed_failures,
         "distributed.scheduler.worker-saturation": dask_scheduler.WORKER_SATURATION,
     }
-
-
-class DaskExecutor(ClusterExecutor):
-    """``concurrent.futures`` futures for grading jobs run as Dask tasks.
-
-    Besides ``submit`` and ``shutdown``, it tells ``run_jobs`` how many jobs to keep in
-    flight (:meth:`capacity`), which failures mean that workers died running that job
-    (:meth:`lost_worker`), and how to stop jobs past their deadline without touching the
-    others (:meth:`abandon`).
-    """
-
-    def __init__(self, engine: DaskEngine):
-        self._engine = engine
-        self._client = engine.client
-        self._tasks: dict[Future, object] = {}  # our future -> its Dask future, until done
-        self._calls: dict[Future, tuple] = {}  # our future -> (fn, job), to run it again
-        self._owners: dict[str, Future] = {}  # a Dask task's key -> our future
-        self._deaths: dict[Future, int] = {}  # our future -> workers its job took down
-        self._launches: dict[Future, int] = {}  # our future -> Dask tasks it has had
-        self._running: dict[Future, str] = {}  # our future -> the worker that started it
-        self._blamed: set[str] = set()  # Dask keys of blamed jobs no worker has started again
-        self._stops: list[threading.Thread] = []  # stopping workers that started one anyway
-        self._lock = threading.Lock()  # Dask runs done-callbacks in a thread of its own
-        self._client.subscribe_topic("all", self._on_event)
-        self._client.subscribe_topic(cluster_worker.STARTED_TOPIC, self._on_started)
-
-    def submit(self, fn, job) -> Future:
-        out: Future = Future()
-        out.set_running_or_notify_cancel()
-        with self._lock:
-            self._calls[out] = (fn, job)
-            self._deaths[out] = self._launches[out] = 0
-        self._launch(out)
-        return out
-
-    def _launch(self, out: Future) -> None:
-        """Run ``out``'s job as a new Dask task."""
-        with self._lock:
-            call = self._calls.get(out)
-        if call is None:
-            return  # blamed or abandoned meanwhile
-        fn, job = call
-        name = self._engine.ship(job.template)
-        task = self._client.submit(
-            run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
-        )
-        with self._lock:
-            self._tasks[out] = task
-            self._owners[task.key] = out
-            self._launches[out] += 1
-        task.add_done_callback(lambda task: self._settle(out, task))
-
-    def _forget(self, out: Future):
-        """Drop ``out``'s bookkeeping (under the lock); return its Dask task, or None."""
-        task = self._tasks.pop(out, None)
-        if task is not None:
-            self._owners.pop(task.key, None)
-            for held in (self._calls, self._deaths, self._launches, self._running):
-                held.pop(out, None)
-        return task
-
-    def _on_started(self, event) -> None:
-        """Note which worker has started a job (the worker's event, in the client's loop).
-
-        A worker that has started a blamed job again is stopped, from a thread of its own:
-        this loop must go on reading the scheduler's messages meanwhile.
-        """
-        _, msg = event
-        if not isinstance(msg, dict):
-            return
-        key, worker = msg.get("key"), msg.get("worker")
-        with self._lock:
-            out = self._owners.get(key)
-            if out is not None:
-                self._running[out] = worker
-            elif key in self._blamed:
-                self._blamed.discard(key)
-                stop = threading.Thread(
-                    target=self._stop_blamed, args=([key], [worker]), name="specdec-stop"
-                )
-                self._stops.append(stop)
-                stop.start()
-
-    def _stop_blamed(self, keys: list[str], workers: list[str] | None) -> None:
-        """End the process of each of ``workers`` (None: all) that runs one of ``keys``."""
-        try:
-            self._client.run(
-                cluster_worker.stop_blamed_job, keys, workers=workers, on_error="ignore"
-            )
-        except Exception:  # a worker's process ended while it was asked: as intended
-            pass
-
-    async def _on_event(self, event) -> None:
-        """Count a worker's death against the job it was running; blame at the limit.
-
-        Runs in the client's event loop, on each event of the scheduler's ``all`` topic,
-        which the scheduler sends before it gives the dead worker's tasks to others.  A
-        job only queued on that worker (a scheduler's ``worker-saturation`` above 1.0
-        queues a second one) had not started there, and is not blamed for its death.
-        """
-        _, msg = event
-        if not isinstance(msg, dict) or msg.get("action") != "remove-worker":
-            return
-        if msg.get("expected"):  # retired or closed on purpose: not the job's doing
-            return
-        blamed = []
-        with self._lock:
-            for key in msg.get("processing-tasks") or ():
-                out = self._owners.get(key)
-                if out is None or self._running.get(out) != msg.get("worker"):
-                    continue
-                del self._running[out]
-                self._deaths[out] += 1
-                if self._deaths[out] >= DEATHS_TO_BLAME:
-                    self._blamed.add(key)
-                    blamed.append((out, self._forget(out)))
-        for out, task in blamed:
-            await self._client.cancel([task], force=True, asynchronous=True)
-            out.set_exception(LostWorkers(DEATHS_TO_BLAME))
-
-    def _settle(self, out: Future, task) -> None:
-        """Pass a finished Dask task's outcome on, and drop the task (its result is freed).
-
-        A task the scheduler gave up on (``KilledWorker``) before its job had taken down
-        :data:`DEATHS_TO_BLAME` workers runs again (at most that many times more).  Runs
-        in a thread of Dask's, where fetching the outcome may wait on the client's event
-        loop: so never under the lock, which that loop's event handlers take.
-        """
-        with self._lock:
-            if self._tasks.get(out) is not task:
-                return  # abandoned or blamed: run_jobs has already been told
-        try:
-            # ``result`` waits when the result was lost with its worker after the job
-            # finished (the future is ``lost`` again, and the scheduler computes it anew):
-            # an outcome is read only once there is one.
-            outcome = (task.result(), None)
-        except CancelledError:
-            outcome = (None, RuntimeError("the Dask task was cancelled"))
-        except BaseException as exc:  # the job's error, or the outcome could not be fetched
-            outcome = (None, exc)
-        if outcome[0] is None and outcome[1] is None:
-            outcome = (None, RuntimeError("the Dask task finished with no result"))
-        again = False
-        with self._lock:
-            if self._tasks.get(out) is not task:
-                return  # blamed while the outcome was fetched
-            if isinstance(outcome[1], KilledWorker):
-                # The scheduler counts the workers that died with the job queued on them
-                # too; only those that died running it count here.
-                again = (
-                    self._deaths[out] < DEATHS_TO_BLAME and self._launches[out] <= DEATHS_TO_BLAME
-                )
-            if again:
-                del self._tasks[out]
-                self._owners.pop(task.key, None)
-            else:
-                self._forget(out)
-        if again:
-            self._launch(out)
-        elif outcome[1] is None:
-            out.set_result(outcome[0])
-        else:
-            out.set_exception(outcome[1])
-
-    def capacity(self) -> int:
-        """Jobs to keep in flight: one per worker thread the scheduler has now."""
-        return self._engine.workers()
-
-    def lost_worker(self, exc: BaseException) -> bool:
-        """Whether ``exc`` means the job's workers died running it."""
-        return isinstance(exc, (KilledWorker, LostWorkers))
-
-    def abandon(self, futures: Iterable[Future]) -> None:
-        """Cancel these jobs, then restart (through their nannies) the workers running them."""
-        with self._lock:
-            tasks = [task for task in map(self._forget, futures) if task is not None]
-        if not tasks:
-            return
-        keys = {task.key for task in tasks}
-        running = self._client.processing()
-        workers = [address for address, held in running.items() if keys & set(held)]
-        self._client.cancel(tasks, force=True)
-        if workers:
-            self._client.restart_workers(workers, raise_for_error=False)
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Stop listening to the cluster; leave no job of this run running on it.
-
-        A blamed job that a worker started again after the last event read is stopped
-        there too: every worker is asked, once, for the blamed jobs not seen again.
-        """
-        self._client.unsubscribe_topic("all")
-        self._client.unsubscribe_topic(cluster_worker.STARTED_TOPIC)
-        with self._lock:
-            tasks, self._tasks = list(self._tasks.values()), {}
-            for held in (self._owners, self._calls, self._deaths, self._launches, self._running):
-                held.clear()
-            unseen, self._blamed = sorted(self._blamed), set()
-            stops, self._stops = self._stops, []
-        if unseen:
-            self._stop_blamed(unseen, None)
-        for stop in stops:
-            stop.join()
-        if cancel_futures and tasks:
-            self._client.cancel(tasks, force=True)

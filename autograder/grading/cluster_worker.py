@@ -240,4 +240,5 @@ def run_job(fn, job, name: str) -> dict:
     sync(worker.loop, worker.scheduler.log_event, topic=STARTED_TOPIC, msg=started)
     scratch = Path(worker.local_directory) / "specdec-jobs"
     scratch.mkdir(exist_ok=True)
-    return fn(replace(job, template=plugin.unpacked(worker), scratch_root=scratch))
+    spec = replace(job.spec, template=plugin.unpacked(worker), scratch_root=scratch)
+    return fn(replace(job, spec=spec))

@@ -17,7 +17,7 @@ report and the feedback pages say what nbgrader's own ``export`` and feedback sa
 * the comments on its cells, by the cell's grade_id.
 
 The gradebook is only read.  One that another program (the formgrader) keeps locked is
-waited for, as ``grade`` waits to write it (:func:`~autograder.grading.record.while_locked`).
+waited for, as ``grade`` waits to write it (:func:`~autograder.grading.gradebook.while_locked`).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from nbgrader.api import (
 from traitlets.config import Config
 
 from autograder.course import UsageError, db_url, load_config
-from autograder.grading.record import GRADEBOOK_WAIT, OpenGradebook, warn, while_locked
+from autograder.defaults import GRADEBOOK_WAIT
+from autograder.grading.gradebook import OpenGradebook, warn, while_locked
 from autograder.grading.results import CellResult, CellStatus, Status, SubmissionResult
 
 

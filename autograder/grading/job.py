@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nbformat
@@ -48,25 +48,56 @@ from autograder.preprocessors import CheckCellMetadata, CollectProbes, GuardedEx
 SCRATCH_STUDENT = "student"
 
 
+def default_workers() -> int:
+    """A run's worker processes unless it is told otherwise: one per CPU."""
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
-class Job:
-    """Everything a worker needs to grade one submission (picklable)."""
+class RunSpec:
+    """How one run grades, the same for all its submissions (picklable).
+
+    ``grade`` builds one from its options and ``release``'s self-check one per
+    assignment, with these defaults; every :class:`Job` carries its run's spec.
+    """
 
     assignment: str
-    student: str
     notebook: str  #: notebook name without .ipynb
-    data: bytes  #: the submitted file's bytes, as the student sent them
     template: Path  #: scratch course template: config, source/, gradebook.db
-    scratch_root: Path  #: where the job's scratch directory is created
+    scratch_root: Path  #: where each job's scratch directory is created
     cell_timeout: float = 30.0
     notebook_timeout: float = 300.0
     sandbox: bool = True
     limits: sandbox.Limits | None = None  #: None: the defaults
-    keep_scratch: bool = False
     #: Fork sandboxed kernels from the worker's warm parent (False: start each one fresh).
     fork: bool = True
+    keep_scratch: bool = False
     #: Run the source's demonstration cells too (else skipped: ``autograder.demonstrations``).
     run_demos: bool = False
+    workers: int = field(default_factory=default_workers)  #: worker processes
+    #: seconds after which a job's worker is killed (None: :attr:`deadline`'s default)
+    hard_timeout: float | None = None
+
+    @property
+    def deadline(self) -> float:
+        """Seconds after which a job's worker is killed: ``hard_timeout``, or the
+        notebook's time limit, twice the cell limit, and two minutes."""
+        if self.hard_timeout is not None:
+            return self.hard_timeout
+        return self.notebook_timeout + 2 * self.cell_timeout + 120
+
+    def job(self, student: str, data: bytes) -> Job:
+        """The job of one submission of this run."""
+        return Job(self, student, data)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One submission to grade, with its run's spec: all a worker needs (picklable)."""
+
+    spec: RunSpec
+    student: str
+    data: bytes  #: the submitted file's bytes, as the student sent them
 
 
 #: This worker process's spare kernel and warm parents.  A process pool calls a function
@@ -82,20 +113,21 @@ def grade_job(job: Job, spares: SpareKernels = WORKER_SPARES) -> SubmissionResul
     ``spares`` holds the kernel started ahead for this job, if any, and receives the one
     started for the next (sandboxed jobs only).
     """
+    spec = job.spec
     data, problem = readable_notebook(job.data)
     if data is None:  # nothing to run: the spares stay for the next job
-        return SubmissionResult(job.student, job.assignment, Status.INVALID, problem or "")
+        return SubmissionResult(job.student, spec.assignment, Status.INVALID, problem or "")
     job = replace(job, data=data)
     start = time.monotonic()
-    claimed = spares.claim(_spare_key(job))
+    claimed = spares.claim(_spare_key(spec))
     job_dir = (
-        claimed.job_dir if claimed else Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch_root))
+        claimed.job_dir if claimed else Path(tempfile.mkdtemp(prefix="job-", dir=spec.scratch_root))
     )
     marker = job_marker(job_dir)
-    result = SubmissionResult(job.student, job.assignment)
-    memory_limit = job.limits.memory_bytes if job.sandbox and job.limits else None
+    result = SubmissionResult(job.student, spec.assignment)
+    memory_limit = spec.limits.memory_bytes if spec.sandbox and spec.limits else None
     watch = MemoryWatch(
-        marker, memory_limit or DEFAULT_MEMORY_BYTES, job_dir=job_dir if job.sandbox else None
+        marker, memory_limit or DEFAULT_MEMORY_BYTES, job_dir=job_dir if spec.sandbox else None
     )
     watch.start()
     try:
@@ -109,11 +141,11 @@ def grade_job(job: Job, spares: SpareKernels = WORKER_SPARES) -> SubmissionResul
         if watch.fired:
             _memory_stopped(result, watch.reason)
         killed = kill_marked_processes(marker)
-        if job.sandbox:
+        if spec.sandbox:
             killed += sandbox.kill_leftovers(job_dir)  # also what cleared its environment
         if killed:
             result.flags.append(f"left {killed} process(es) running after grading (killed)")
-        if not job.keep_scratch:
+        if not spec.keep_scratch:
             shutil.rmtree(job_dir, ignore_errors=True)
     result.seconds = round(time.monotonic() - start, 3)
     return result
@@ -140,28 +172,29 @@ def _run(
     spares: SpareKernels,
 ) -> None:
     """Grade in ``job_dir``, with ``config`` when a spare kernel was prepared with it."""
+    spec = job.spec
     course = job_dir / "course"
     if not (course / "gradebook.db").exists():  # else prepared along with a spare kernel
-        shutil.copytree(job.template, course, dirs_exist_ok=True)
-    submitted = course / "submitted" / SCRATCH_STUDENT / job.assignment
+        shutil.copytree(spec.template, course, dirs_exist_ok=True)
+    submitted = course / "submitted" / SCRATCH_STUDENT / spec.assignment
     submitted.mkdir(parents=True)
-    (submitted / f"{job.notebook}.ipynb").write_bytes(job.data)
+    (submitted / f"{spec.notebook}.ipynb").write_bytes(job.data)
     if config is None:
-        config, _ = _configure(job, job_dir, spares)
+        config, _ = _configure(spec, job_dir, spares)
 
     os.environ[JOB_MARKER] = marker
     try:
         outcome = nbgrader_api(config).autograde(
-            job.assignment, SCRATCH_STUDENT, force=True, create=True
+            spec.assignment, SCRATCH_STUDENT, force=True, create=True
         )
     finally:
         os.environ.pop(JOB_MARKER, None)
-    if job.sandbox:
+    if spec.sandbox:
         result.kernel = _kernel_start(config)
-        _start_spare(job, spares)  # boots while this job is scored and the next one is set up
+        _start_spare(spec, spares)  # boots while this job is scored and the next one is set up
 
-    autograded_path = _autograded_dir(job_dir, job.assignment) / f"{job.notebook}.ipynb"
-    test_cells = template_test_cells(job.template, job.assignment, job.notebook)
+    autograded_path = _autograded_dir(job_dir, spec.assignment) / f"{spec.notebook}.ipynb"
+    test_cells = template_test_cells(spec.template, spec.assignment, spec.notebook)
     if not outcome.get("success") or not autograded_path.exists():
         log = (outcome.get("log") or "") + (outcome.get("error") or "")
         result.status, result.reason = failed_to_grade(log)
@@ -172,8 +205,8 @@ def _run(
         return
 
     executed = nbformat.read(autograded_path, as_version=4)
-    cells = score_cells(executed, test_cells, job.cell_timeout)
-    nbgrader_scores = _nbgrader_scores(config, job)
+    cells = score_cells(executed, test_cells, spec.cell_timeout)
+    nbgrader_scores = _nbgrader_scores(config, spec)
     for cell in cells:
         theirs = nbgrader_scores.get(cell.grade_id)
         if theirs is not None and theirs > cell.score:
@@ -189,27 +222,29 @@ def _run(
     result.autograded = nbformat.writes(executed)
 
 
-def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, list[type]]:
-    """The nbgrader config and autograde preprocessors for ``job`` in ``job_dir``."""
+def _configure(spec: RunSpec, job_dir: Path, spares: SpareKernels) -> tuple[Config, list[type]]:
+    """The nbgrader config and autograde preprocessors for a job of ``spec`` in ``job_dir``."""
     course = job_dir / "course"
     config = load_config(course)
     config.CourseDirectory.db_url = scratch_url(course / "gradebook.db")
-    config.Execute.timeout = int(job.cell_timeout) or 1
-    config.GuardedExecute.timeout = int(job.cell_timeout) or 1
-    config.GuardedExecute.notebook_timeout = float(job.notebook_timeout)
+    config.Execute.timeout = int(spec.cell_timeout) or 1
+    config.GuardedExecute.timeout = int(spec.cell_timeout) or 1
+    config.GuardedExecute.notebook_timeout = float(spec.notebook_timeout)
     # Every test cell has run by then: kill the kernel rather than wait for it to exit
     # (and for any atexit hook a submission registered).
     config.GuardedExecute.shutdown_kernel = "immediate"
     # nbclient waits only 4 s (iopub_timeout) for a cell's output after its reply and then
     # calls it a timeout: on a loaded machine that fails passing cells.  Allow the cell limit.
-    config.GuardedExecute.iopub_timeout = max(4, int(job.cell_timeout))
+    config.GuardedExecute.iopub_timeout = max(4, int(spec.cell_timeout))
     config.GuardedExecute.spares = spares  # a kernel started ahead, which it may adopt
     # decided from the template's source notebook, never from the submission
     config.GuardedExecute.skip_cells = (
         []
-        if job.run_demos
+        if spec.run_demos
         else sorted(
-            source_skipped_ids(job.template / "source" / job.assignment / f"{job.notebook}.ipynb")
+            source_skipped_ids(
+                spec.template / "source" / spec.assignment / f"{spec.notebook}.ipynb"
+            )
         )
     )
     # Only an error fails a test cell here: stderr output (a warning) does not, and a
@@ -220,14 +255,14 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
         ours.get(p.__name__, p) for p in _default_preprocessors("sanitize")
     ]
     preprocessors = _insert_integrity(preprocessors, [InsertProbes, CollectProbes])
-    if job.sandbox:
+    if spec.sandbox:
         sandbox.configure(
             config,
             job_dir=job_dir,
-            limits=job.limits or sandbox.Limits(),
-            warm=spares.warm if job.fork else None,
+            limits=spec.limits or sandbox.Limits(),
+            warm=spares.warm if spec.fork else None,
             preload=sandbox.preload_for(
-                template_imports(job.template, job.assignment, job.notebook)
+                template_imports(spec.template, spec.assignment, spec.notebook)
             ),
         )
         preprocessors = [sandbox.executor(p) for p in preprocessors]
@@ -250,27 +285,27 @@ def _autograded_dir(job_dir: Path, assignment: str) -> Path:
     return job_dir / "course" / "autograded" / SCRATCH_STUDENT / assignment
 
 
-def _spare_key(job: Job) -> Job:
-    """What two jobs share when one's spare kernel can serve the other: all but the learner."""
-    return replace(job, student="", data=b"", keep_scratch=False)
+def _spare_key(spec: RunSpec) -> RunSpec:
+    """What two jobs share when one's spare kernel can serve the other: their run's spec."""
+    return replace(spec, keep_scratch=False)
 
 
-def _start_spare(job: Job, spares: SpareKernels) -> None:
+def _start_spare(spec: RunSpec, spares: SpareKernels) -> None:
     """Start the kernel for this worker's next job of the same run (see ``spare``)."""
     job_dir = None
     try:
-        kernel_name = _kernel_name(job.template / "source" / job.assignment, job.notebook)
+        kernel_name = _kernel_name(spec.template / "source" / spec.assignment, spec.notebook)
         if not kernel_name:
             return
-        job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=job.scratch_root))
-        shutil.copytree(job.template, job_dir / "course")
-        cwd = _autograded_dir(job_dir, job.assignment)  # where nbgrader will run the notebook
+        job_dir = Path(tempfile.mkdtemp(prefix="job-", dir=spec.scratch_root))
+        shutil.copytree(spec.template, job_dir / "course")
+        cwd = _autograded_dir(job_dir, spec.assignment)  # where nbgrader will run the notebook
         cwd.mkdir(parents=True)
-        config, preprocessors = _configure(job, job_dir, spares)
+        config, preprocessors = _configure(spec, job_dir, spares)
         executor_cls = next(p for p in preprocessors if issubclass(p, GuardedExecute))
         marker = job_marker(job_dir)
         spares.start(
-            key=_spare_key(job),
+            key=_spare_key(spec),
             job_dir=job_dir,
             marker=marker,
             executor_cls=executor_cls,
@@ -306,11 +341,11 @@ def _insert_integrity(preprocessors: list[type], extra: list[type]) -> list[type
     return preprocessors[:i] + before + [GuardedExecute] + after + preprocessors[i + 1 :]
 
 
-def _nbgrader_scores(config: Config, job: Job) -> dict[str, float]:
+def _nbgrader_scores(config: Config, spec: RunSpec) -> dict[str, float]:
     """The scores nbgrader itself recorded in the job's scratch gradebook."""
     try:
         with gradebook(config.CourseDirectory.db_url, config) as gb:
-            sub = gb.find_submission_notebook(job.notebook, job.assignment, SCRATCH_STUDENT)
+            sub = gb.find_submission_notebook(spec.notebook, spec.assignment, SCRATCH_STUDENT)
             return {g.name: float(g.auto_score) for g in sub.grades if g.auto_score is not None}
     except Exception:
         return {}

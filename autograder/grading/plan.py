@@ -1,7 +1,7 @@
 """What one ``grade`` run does with each student: keep the earlier result, record, or grade.
 
 :func:`plan` decides for the whole class at once, from the submissions as collected,
-the results earlier runs recorded, and the run's job.  It is pure: it reads no file,
+the results earlier runs recorded, and the run's spec.  It is pure: it reads no file,
 writes none, starts no kernel and changes nothing it is given.  It does not parse a
 notebook either: the worker that grades one parses it (an unreadable one is graded
 ``invalid`` there, see :func:`~autograder.grading.job.grade_job`), so that this cost is
@@ -16,8 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from autograder.grading.job import Job
-from autograder.grading.record import result_key
+from autograder.grading.job import Job, RunSpec
 from autograder.grading.results import Status, SubmissionResult
 from autograder.grading.students import identified
 from autograder.intake.collect import Submission
@@ -48,8 +47,6 @@ class Decision:
     #: ``KEEP``: record it again (its student is better known now, or an earlier run could
     #: not put it in the gradebook)
     rerecord: bool = False
-    #: ``GRADE``: the worker's job, without the notebook (:attr:`Plan.jobs` reads it in)
-    job: Job | None = None
 
     @property
     def student(self) -> str:
@@ -89,6 +86,7 @@ class Plan:
     """One decision per student, in the class's order."""
 
     decisions: tuple[Decision, ...]
+    spec: RunSpec  #: how the run grades: each graded submission's job carries it
 
     def of(self, action: Action) -> list[Decision]:
         """The decisions to ``action``, in order."""
@@ -99,14 +97,13 @@ class Plan:
         """The workers' jobs, in order, each notebook read as its job is taken: a class's
         notebooks are never all in memory at once."""
         for decision in self.of(Action.GRADE):
-            if decision.job is not None:
-                yield replace(decision.job, data=decision.sub.data or b"")
+            yield self.spec.job(decision.student, decision.sub.data or b"")
 
 
 def plan(
     submissions: Sequence[Submission],
     earlier: Mapping[str, SubmissionResult | None],
-    job: Job,
+    spec: RunSpec,
     template_hash: str,
     *,
     force: bool = False,
@@ -118,7 +115,7 @@ def plan(
     ----------
     submissions : the class, as collected
     earlier : each student's result that an earlier run recorded (None, or absent: none)
-    job : the run's job; a graded submission's is a copy with its student and notebook
+    spec : how the run grades; a graded submission's job carries it
     template_hash : the hash of the grading template (of the assignment's source)
     force : grade again what an earlier run graded from the same key
 
@@ -129,8 +126,8 @@ def plan(
 
     Notes
     -----
-    A submission's key (:func:`~autograder.grading.record.result_key`) is what its
-    result is graded from: its bytes, the template and the job's limits.  The earlier
+    A submission's key (:func:`result_key`) is what its
+    result is graded from: its bytes, the template and the run's limits.  The earlier
     result is kept when the student sent nothing this time (a later download without
     them) or when it was graded from the same key (unless ``force``).  Of what is not
     kept, a file that could not be read, or a student who sent nothing, is recorded as
@@ -138,13 +135,13 @@ def plan(
     """
     decisions = []
     for sub in submissions:
-        key = result_key(sub, template_hash, job.cell_timeout, job.sandbox)
-        decisions.append(_decide(sub, earlier.get(sub.student), key, job, force))
-    return Plan(tuple(decisions))
+        key = result_key(sub, template_hash, spec.cell_timeout, spec.sandbox)
+        decisions.append(_decide(sub, earlier.get(sub.student), key, spec.assignment, force))
+    return Plan(tuple(decisions), spec)
 
 
 def _decide(
-    sub: Submission, earlier: SubmissionResult | None, key: str, job: Job, force: bool
+    sub: Submission, earlier: SubmissionResult | None, key: str, assignment: str, force: bool
 ) -> Decision:
     """One student's decision (see :func:`plan`)."""
     if earlier is not None and (
@@ -155,7 +152,11 @@ def _decide(
         return Decision(Action.KEEP, sub, key, earlier, kept, rerecord=again)
     if sub.problem or sub.content is None:
         status = Status.MISSING if sub.missing else Status.INVALID
-        result = SubmissionResult(sub.student, job.assignment, status, sub.problem or "unreadable")
+        result = SubmissionResult(sub.student, assignment, status, sub.problem or "unreadable")
         return Decision(Action.RECORD, sub, key, earlier, result)
-    graded = replace(job, student=sub.student, data=b"")
-    return Decision(Action.GRADE, sub, key, earlier, job=graded)
+    return Decision(Action.GRADE, sub, key, earlier)
+
+
+def result_key(sub: Submission, template_hash: str, timeout: float, sandbox: bool) -> str:
+    """What a recorded result was graded from; a different key means grade it again."""
+    return f"{sub.sha256}:{template_hash}:{timeout:g}:{int(sandbox)}"

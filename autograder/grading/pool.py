@@ -9,7 +9,7 @@ flight.  Jobs that were merely in flight are re-run; when the culprit cannot be 
 apart, each suspect is re-run alone, and the one that breaks its worker again is
 reported as failed.  A job that overruns its hard deadline gets its workers killed.
 
-A cluster engine (:class:`ClusterExecutor`, e.g. Dask's in ``cluster_pool``) gives each
+A cluster engine (:class:`ClusterExecutor`, e.g. Dask's in ``cluster_executor``) gives each
 job a worker of its own, so it can say which job a dead worker cost, and stop one job
 without touching the others; the same results come out either way.
 """
@@ -211,4 +211,4 @@ def _kill_workers(executor: Executor) -> None:
 
 def _crashed(job: Job, reason: str, status: Status = Status.FAILED) -> SubmissionResult:
     flag = "worker-crash" if status is Status.FAILED else "worker-killed"
-    return SubmissionResult(job.student, job.assignment, status, reason, flags=[flag])
+    return SubmissionResult(job.student, job.spec.assignment, status, reason, flags=[flag])

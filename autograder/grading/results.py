@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from autograder.intake.records import Identity
+from autograder.intake.records import PERSON, Identity
 
 #: The version of the results file this grader writes and reads.
 SCHEMA = 1
@@ -136,10 +137,9 @@ class SubmissionResult:
     seconds: float = 0.0
     #: What the result was graded from (submission, source, limits); resume compares it.
     key: str = ""
-    #: Who the student is and when they submitted, as the download and roster say.
+    #: Who the student is, when they submitted (UTC) and whether late, as the download
+    #: and roster say (lateness, else as nbgrader's due date says).
     identity: Identity = Identity()
-    timestamp: str | None = None  #: ISO 8601, UTC
-    late: bool | None = None  #: the LMS's late mark, else nbgrader's due date says
     #: Whether the course gradebook has these scores (false: an earlier run could not
     #: write them there; the next run does, without regrading).
     in_gradebook: bool = False
@@ -184,13 +184,12 @@ class SubmissionResult:
             value = getattr(self, f.name)
             if f.name == "identity":  # written only when the download or roster told them
                 data.update((k, v) for k, v in _plain(value).items() if v is not None)
+                if value.timestamp is not None:  # ISO 8601
+                    data["timestamp"] = value.timestamp.isoformat()
             elif f.name == "cells":
                 data["cells"] = [_plain(cell) for cell in value]
             elif f.name != "autograded" and not f.metadata.get("gradebook"):
                 data[f.name] = _plain(value)
-        for name in ("timestamp", "late"):  # likewise
-            if data[name] is None:
-                del data[name]
         if not data["kernel"]:  # written only for a sandboxed kernel
             del data["kernel"]
         if not data["new_work"]:  # written only while it matters
@@ -219,9 +218,11 @@ class SubmissionResult:
             cells=[CellResult.from_dict(c) for c in data.get("cells", [])],
             seconds=float(data.get("seconds", 0.0)),
             key=str(data.get("key") or ""),
-            identity=Identity(**{f.name: _text(data.get(f.name)) for f in fields(Identity)}),
-            timestamp=_text(data.get("timestamp")),
-            late=None if data.get("late") is None else bool(data["late"]),
+            identity=Identity(
+                **{name: _text(data.get(name)) for name in PERSON},
+                timestamp=_when(data.get("timestamp")),
+                late=None if data.get("late") is None else bool(data["late"]),
+            ),
             in_gradebook=bool(data.get("in_gradebook", False)),
             new_work=bool(data.get("new_work", False)),
             kernel=str(data.get("kernel") or ""),
@@ -281,3 +282,8 @@ def _plain(value: Any) -> Any:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
+
+
+def _when(value: Any) -> datetime | None:
+    """An ISO 8601 time as the results file holds it (None: not known)."""
+    return None if value is None else datetime.fromisoformat(str(value))

@@ -25,12 +25,10 @@ def identified(result: SubmissionResult, sub: Submission) -> SubmissionResult:
     What the submission does not know keeps the result's value.  ``result`` is not
     changed: the result returned is a copy, equal to it when there was nothing to tell.
     """
-    known = {"identity": sub.identity.merged(result.identity)}
-    if sub.timestamp is not None:
-        known["timestamp"] = utc(sub.timestamp).isoformat()
-    if sub.late is not None:
-        known["late"] = sub.late
-    return replace(result, **known)
+    told = sub.identity
+    if told.timestamp is not None:
+        told = replace(told, timestamp=utc(told.timestamp))
+    return replace(result, identity=told.merged(result.identity))
 
 
 def utc(when: datetime) -> datetime:
@@ -53,9 +51,8 @@ def record_student(gb, result: SubmissionResult) -> None:
 
 def submission_time(result: SubmissionResult) -> datetime | None:
     """When ``result``'s student submitted, as the gradebook stores it (naive UTC), or None."""
-    if not result.timestamp:
-        return None
-    return utc(datetime.fromisoformat(result.timestamp)).replace(tzinfo=None)
+    when = result.identity.timestamp
+    return None if when is None else utc(when).replace(tzinfo=None)
 
 
 def assign_late_penalty(gb, config, notebook: str, result: SubmissionResult) -> bool | None:

@@ -13,6 +13,7 @@ import os
 import re
 from datetime import datetime
 
+from autograder.intake.lms import Cell, Lms, RosterColumns, RosterRow
 from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
 
 _ATTEMPT = re.compile(
@@ -98,3 +99,22 @@ def parse(members: list[Member], ctx: Context) -> Intake:
         for c in claims
     ]
     return assemble("blackboard", claims, ctx.notebook, ignored=ignored, drop_empty=True)
+
+
+def roster_row(cell: Cell, first: str | None, last: str | None) -> RosterRow | None:
+    """A row of a Grade Center export (``Username``, ``First Name``, ``Last Name``)."""
+    student = cell("username")
+    return RosterRow(student, student, first, last, (cell("student id"),)) if student else None
+
+
+def _is_roster(cells: list[str]) -> bool:
+    return "username" in cells and ("last name" in cells or "first name" in cells)
+
+
+LMS = Lms(
+    "blackboard",
+    lambda members, ctx: matches(members),
+    parse,
+    RosterColumns(_is_roster, roster_row),
+    export=True,
+)

@@ -16,7 +16,16 @@ from __future__ import annotations
 
 import re
 
-from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
+from autograder.intake.lms import Cell, Lms, RosterColumns, RosterRow
+from autograder.intake.records import (
+    Claim,
+    Context,
+    Identity,
+    Intake,
+    Member,
+    assemble,
+    split_name,
+)
 
 _ANON = re.compile(r"^(?P<late>LATE_)?(?P<id>anon_[A-Za-z0-9]+)_(?P<att>\d+)_(?P<file>.+)$")
 _NAMED = re.compile(r"^(?P<name>.*?)_(?P<late>LATE_)?(?P<id>\d+)_(?P<att>\d+)_(?P<file>.+)$")
@@ -104,3 +113,27 @@ def parse(members: list[Member], ctx: Context) -> Intake:
     return assemble(
         "canvas", claims, ctx.notebook, ignored=ignored, warnings=warnings, drop_empty=True
     )
+
+
+def roster_row(cell: Cell, first: str | None, last: str | None) -> RosterRow | None:
+    """A row of Canvas's gradebook export (``Student``, ``ID``, ``SIS User ID``, ...)."""
+    student = cell("id")
+    if not student or not student.isdigit():
+        return None  # "Points Possible", "Muted" and other non-student rows
+    if not (first or last):
+        first, last = split_name(cell("student"))
+    extra = (cell("sis user id"), cell("sis login id"), cell("integration id"))
+    return RosterRow(student, student, first, last, extra)
+
+
+def _is_roster(cells: list[str]) -> bool:
+    return len(cells) > 1 and "student" in cells[0] and "id" in cells[1]
+
+
+LMS = Lms(
+    "canvas",
+    lambda members, ctx: matches(members),
+    parse,
+    RosterColumns(_is_roster, roster_row),
+    export=True,
+)

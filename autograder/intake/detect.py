@@ -1,7 +1,8 @@
 """Recognise a download's layout (``--lms auto``) and parse it with that layout's parser.
 
-:data:`LAYOUTS` is the one table of layouts, in the order they are tried: each names its
-``--lms`` value, how well the member names follow its rules (0 to 1) and its parser.  The
+:data:`LAYOUTS` is the one table of layouts, in the order they are tried, read from each
+layout module's declaration (:class:`~autograder.intake.lms.Lms`): its ``--lms`` value,
+how well the member names follow its rules (0 to 1) and its parser.  The
 best score of at least one half wins, the earlier layout on a tie.  When none does, or a
 named layout matches nothing, the student ids are the plain file and folder names, with a
 warning.
@@ -9,38 +10,18 @@ warning.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from autograder.intake import blackboard, canvas, exchange, github, gradescope, moodle, plain
+from autograder.intake.lms import Lms
 from autograder.intake.records import Context, Intake, Member
 
-
-@dataclass(frozen=True)
-class Layout:
-    """One download layout: its ``--lms`` name, how to recognise it, how to parse it."""
-
-    name: str
-    #: ``matches(members, ctx)``: the share of the names that follow this layout's rules,
-    #: 0 to 1; None for the plain layout, which is never recognised: it is the fallback.
-    matches: Callable[[list[Member], Context], float] | None
-    parse: Callable[[list[Member], Context], Intake]
-
-
-#: Every layout, in recognition order, the plain fallback last.
-LAYOUTS = (
-    Layout("canvas", lambda members, ctx: canvas.matches(members), canvas.parse),
-    Layout("moodle", lambda members, ctx: moodle.matches(members), moodle.parse),
-    Layout("blackboard", lambda members, ctx: blackboard.matches(members), blackboard.parse),
-    Layout("gradescope", lambda members, ctx: gradescope.matches(members), gradescope.parse),
-    Layout("github", github.matches, github.parse),
-    Layout(
-        "nbgrader", lambda members, ctx: exchange.matches(members, ctx.assignment), exchange.parse
-    ),
-    Layout("plain", None, plain.parse),
+#: Every layout, in recognition order, the plain fallback last: each module's declaration.
+LAYOUTS: tuple[Lms, ...] = tuple(
+    module.LMS for module in (canvas, moodle, blackboard, gradescope, github, exchange, plain)
 )
 #: What ``--lms`` accepts: ``auto`` (recognise the layout), then every layout's name.
 CHOICES = ("auto", *(layout.name for layout in LAYOUTS))
+#: ``export --to``: the LMSs whose import file ``export`` writes, then plain CSV.
+EXPORT_FORMATS = (*(layout.name for layout in LAYOUTS if layout.export), "csv")
 #: The least score that makes a layout recognised.
 THRESHOLD = 0.5
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import timezone
 
+from autograder.intake.lms import Lms
 from autograder.intake.records import Claim, Context, Intake, Member, assemble
 
 TIMESTAMP = "timestamp.txt"
@@ -78,3 +79,6 @@ def parse(members: list[Member], ctx: Context) -> Intake:
     return assemble(
         "nbgrader", claims, ctx.notebook, ignored=ignored, warnings=warnings, keep_ids=True
     )
+
+
+LMS = Lms("nbgrader", lambda members, ctx: matches(members, ctx.assignment), parse)

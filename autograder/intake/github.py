@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import os
 
-from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
+from autograder.intake.lms import Cell, Lms, RosterColumns, RosterRow
+from autograder.intake.records import (
+    Claim,
+    Context,
+    Identity,
+    Intake,
+    Member,
+    assemble,
+    split_name,
+)
 
 SUFFIX = "-submissions"
 
@@ -77,3 +86,20 @@ def parse(members: list[Member], ctx: Context) -> Intake:
     return assemble(
         "github", claims, ctx.notebook, ignored=ignored, warnings=warnings, drop_empty=True
     )
+
+
+def roster_row(cell: Cell, first: str | None, last: str | None) -> RosterRow | None:
+    """A row of ``gh classroom assignment-grades`` (``github_username``,
+    ``roster_identifier``, ``student_repository_name``)."""
+    student = cell("github_username")
+    if not student:
+        return None
+    repository, identifier = cell("student_repository_name"), cell("roster_identifier")
+    if not (first or last) and identifier and "@" not in identifier:
+        first, last = split_name(identifier)
+    return RosterRow(student, student, first, last, (identifier, repository), repository)
+
+
+LMS = Lms(
+    "github", matches, parse, RosterColumns(lambda cells: "github_username" in cells, roster_row)
+)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timezone
 
+from autograder.intake.lms import Cell, Lms, RosterColumns, RosterRow
 from autograder.intake.records import (
     Claim,
     Context,
@@ -143,3 +144,21 @@ def _when(value) -> datetime | None:
         except ValueError:
             continue
     return None
+
+
+def roster_row(cell: Cell, first: str | None, last: str | None) -> RosterRow | None:
+    """A row of a Gradescope roster (``SID``, ``Email``, names)."""
+    student = cell("sid") or cell("email address", "email", "e-mail")
+    if not student:
+        return None
+    if not (first or last):
+        first, last = split_name(cell("full name", "name"))
+    return RosterRow(student, student, first, last)
+
+
+LMS = Lms(
+    "gradescope",
+    lambda members, ctx: matches(members),
+    parse,
+    RosterColumns(lambda cells: "sid" in cells, roster_row),
+)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from autograder.intake.lms import Cell, Lms, RosterColumns, RosterRow
 from autograder.intake.records import (
     Claim,
     Context,
@@ -75,3 +76,23 @@ def parse(members: list[Member], ctx: Context) -> Intake:
     return assemble(
         "moodle", claims, ctx.notebook, ignored=ignored, warnings=warnings, drop_empty=True
     )
+
+
+def roster_row(cell: Cell, first: str | None, last: str | None) -> RosterRow | None:
+    """A row of a Moodle grading worksheet (``Identifier`` = ``Participant N``)."""
+    ident = cell("identifier") or ""
+    student = ident.rsplit(" ", 1)[-1] if ident else None
+    if not student or not student.isdigit():
+        return None
+    if not (first or last):
+        first, last = split_name(cell("full name"))
+    return RosterRow(student, student, first, last, (ident, cell("id number")))
+
+
+LMS = Lms(
+    "moodle",
+    lambda members, ctx: matches(members),
+    parse,
+    RosterColumns(lambda cells: "identifier" in cells, roster_row),
+    export=True,
+)

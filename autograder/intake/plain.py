@@ -8,6 +8,7 @@ two students (``-2`` and a flag).  A stray top-level file that is not a notebook
 
 from __future__ import annotations
 
+from autograder.intake.lms import Lms
 from autograder.intake.records import Claim, Context, Intake, Member, assemble
 
 
@@ -27,3 +28,7 @@ def parse(members: list[Member], ctx: Context, *, layout: str = "plain") -> Inta
                 Claim(m.parts[0], m, base=m.name if m.is_notebook else None, display_name=None)
             )
     return assemble(layout, claims, ctx.notebook, ignored=ignored)
+
+
+#: Never recognised (no ``matches``): the fallback when no other layout is.
+LMS = Lms("plain", None, parse)

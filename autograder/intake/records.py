@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from anyascii import anyascii
@@ -25,34 +25,46 @@ MAX_ID_LENGTH = 64
 
 @dataclass(frozen=True)
 class Identity:
-    """Who a student is, as a download, a roster or an earlier result says: each field
-    None (or empty) when not known.
+    """Who a student is and when they submitted, as a download, a roster or an earlier
+    result says: each field None (or empty) when not known.
 
-    Every class that says who a student is holds one (``Claim``, ``StudentRecord``,
-    ``RosterEntry``, the collector's ``Submission``, the grader's ``SubmissionResult``).
+    Every class that says who a student is holds one (``StudentRecord``, ``RosterEntry``,
+    the collector's ``Submission``, the grader's ``SubmissionResult``; a ``Claim`` for
+    who uploaded one file).  The time stays a ``datetime`` all the way: only a file
+    (the results JSON, an export) writes it as text.
     """
 
     lms_user_id: str | None = None  #: the id the LMS knows the student by
     first_name: str | None = None
     last_name: str | None = None
     email: str | None = None
+    timestamp: datetime | None = None  #: submission time, when the layout gives it
+    late: bool | None = None  #: the LMS's own late mark (else nbgrader's due date says)
 
     def merged(self, other: Identity) -> Identity:
         """This identity, each field it does not know taken from ``other``.
 
-        >>> Identity("5531", last_name="Doe").merged(Identity("9", "Jane", "Roe"))
-        Identity(lms_user_id='5531', first_name='Jane', last_name='Doe', email=None)
+        >>> who = Identity("5531", last_name="Doe").merged(Identity("9", "Jane", "Roe", late=False))
+        >>> who.lms_user_id, who.first_name, who.last_name, who.late
+        ('5531', 'Jane', 'Doe', False)
         """
-        return Identity(
-            **{
-                f.name: getattr(self, f.name) or getattr(other, f.name) or None
-                for f in fields(self)
-            }
-        )
+
+        def pick(name: str) -> object:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            return (
+                mine if mine not in (None, "") else (theirs if theirs not in (None, "") else None)
+            )
+
+        return Identity(**{f.name: pick(f.name) for f in fields(Identity)})
 
     def known(self) -> dict[str, str]:
-        """The fields that are known, by name (what a gradebook row or a JSON file gets)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name)}
+        """The person's fields that are known, by name (what a gradebook ``Student`` row
+        gets): the LMS id, the names and the email."""
+        return {name: getattr(self, name) for name in PERSON if getattr(self, name)}
+
+
+#: The fields of :class:`Identity` that say who the person is (not when they submitted).
+PERSON = ("lms_user_id", "first_name", "last_name", "email")
 
 
 @dataclass(frozen=True)
@@ -88,10 +100,8 @@ class StudentRecord:
     """One student of the class, as the download (and the roster) describe them."""
 
     student: str  #: the id used in the course (nbgrader's student id); filesystem-safe
-    identity: Identity = Identity()
+    identity: Identity = Identity()  #: who they are, when they submitted, whether late
     display_name: str | None = None  #: the name as the download writes it
-    timestamp: datetime | None = None  #: submission time, when the layout gives it
-    late: bool | None = None  #: the LMS's own late mark, when the layout gives one
     member: Member | None = None  #: the notebook to grade
     problem: str | None = None  #: why nothing can be graded (status ``invalid``)
     ignored: list[str] = field(default_factory=list)  #: this student's members not graded
@@ -249,11 +259,9 @@ def assemble(
             del taken[student]
             continue
         chosen = choose_notebook(rec, notebooks, notebook)
-        if chosen is not None:
-            rec.timestamp, rec.late = chosen.timestamp, chosen.late
-        elif notebooks:  # nothing graded: the newest upload still dates the submission
-            newest = max(notebooks, key=lambda c: c.newer)
-            rec.timestamp, rec.late = newest.timestamp, newest.late
+        if notebooks:  # the graded upload dates it; nothing graded: the newest upload
+            dated = chosen or max(notebooks, key=lambda c: c.newer)
+            rec.identity = replace(rec.identity, timestamp=dated.timestamp, late=dated.late)
         records.append(rec)
     records.sort(key=lambda r: r.student)
     return Intake(layout, records, ignored, list(warnings))

@@ -1,6 +1,7 @@
 """Read a class roster (a CSV exported from the LMS) and apply it to a parsed download.
 
-Recognised by its header:
+Recognised by its header, as each LMS's module declares it (``roster_row`` and its
+:class:`~autograder.intake.lms.RosterColumns`), then a generic one:
 
 * ``canvas``: Canvas's gradebook export (``Student``, ``ID``, ``SIS User ID``,
   ``SIS Login ID``, ``Section``, one column per assignment, a ``Points Possible`` row);
@@ -23,14 +24,16 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from autograder.course import UsageError
+from autograder.intake.detect import LAYOUTS
+from autograder.intake.lms import Cell, RosterColumns, RosterRow
 from autograder.intake.records import (
     Identity,
     Intake,
     StudentRecord,
     normalize_student_id,
-    split_name,
 )
 
 #: Largest roster read, in bytes.
@@ -120,78 +123,55 @@ def parse_roster(text: str) -> Roster:
     return roster
 
 
+#: A roster of no LMS: ``student_id`` (or ``id``/``username``/``student``),
+#: ``first_name``, ``last_name``, ``email``, ``lms_user_id``.
+GENERIC = RosterColumns(
+    lambda cells: bool({"student_id", "id", "username", "student", "email"} & set(cells)),
+    lambda cell, first, last: (
+        RosterRow(student, cell("lms_user_id") or student, first, last, (cell("username"),))
+        if (student := cell("student_id", "id", "username", "student") or _email(cell))
+        else None
+    ),
+)
+#: Every kind of roster, by name, in the order a header is tried: each LMS's, then generic.
+KINDS = MappingProxyType(
+    {
+        **{layout.name: layout.roster for layout in LAYOUTS if layout.roster is not None},
+        "generic": GENERIC,
+    }
+)
+
+
 def _kind(header: list[str]) -> str:
     cells = [c.strip().lower() for c in header]
-    if len(cells) > 1 and "student" in cells[0] and "id" in cells[1]:
-        return "canvas"
-    if "identifier" in cells:
-        return "moodle"
-    if "github_username" in cells:
-        return "github"
-    if "username" in cells and ("last name" in cells or "first name" in cells):
-        return "blackboard"
-    if "sid" in cells:
-        return "gradescope"
-    if {"student_id", "id", "username", "student", "email"} & set(cells):
-        return "generic"
+    for name, columns in KINDS.items():
+        if columns.recognise(cells):
+            return name
     raise UsageError(f"the roster's header names no student column: {', '.join(header)}")
 
 
+def _email(cell: Cell) -> str | None:
+    return cell("email address", "email", "e-mail")
+
+
 def _entry(roster: Roster, i: int, row: list[str]) -> RosterEntry | None:
-    def get(*names: str) -> str | None:
+    def cell(*names: str) -> str | None:
         col = roster.column(*names)
         value = row[col].strip() if col is not None and col < len(row) else ""
         return value or None
 
-    kind = roster.kind
-    email = get("email address", "email", "e-mail")
     first, last = (
-        get("first name", "first_name", "firstname"),
-        get("last name", "last_name", "surname", "lastname"),
+        cell("first name", "first_name", "firstname"),
+        cell("last name", "last_name", "surname", "lastname"),
     )
-    repository = None
-    if kind == "canvas":
-        student = get("id")
-        if not student or not student.isdigit():
-            return None  # "Points Possible", "Muted" and other non-student rows
-        if not (first or last):
-            first, last = split_name(get("student"))
-        lms_id = student
-        extra = [get("sis user id"), get("sis login id"), get("integration id")]
-    elif kind == "moodle":
-        ident = get("identifier") or ""
-        student = ident.rsplit(" ", 1)[-1] if ident else None
-        if not student or not student.isdigit():
-            return None
-        if not (first or last):
-            first, last = split_name(get("full name"))
-        lms_id, extra = student, [ident, get("id number")]
-    elif kind == "github":
-        student = get("github_username")
-        repository = get("student_repository_name")
-        lms_id, extra = student, [get("roster_identifier"), repository]
-        if (
-            not (first or last)
-            and get("roster_identifier")
-            and "@" not in (get("roster_identifier") or "")
-        ):
-            first, last = split_name(get("roster_identifier"))
-    elif kind == "blackboard":
-        student = get("username")
-        lms_id, extra = student, [get("student id")]
-    elif kind == "gradescope":
-        student = get("sid") or email
-        if not (first or last):
-            first, last = split_name(get("full name", "name"))
-        lms_id, extra = student, []
-    else:
-        student = get("student_id", "id", "username", "student") or email
-        lms_id, extra = get("lms_user_id") or student, [get("username")]
-    if not student:
+    found = KINDS[roster.kind].row(cell, first, last)
+    if found is None:
         return None
-    aliases = {v.lower() for v in [student, lms_id, email, *extra] if v}
-    identity = Identity(lms_id, first, last, email)
-    return RosterEntry(student, i, identity, frozenset(aliases), repository)
+    email = _email(cell)
+    values = [found.student, found.lms_user_id, email, *found.aliases]
+    aliases = {v.lower() for v in values if v}
+    identity = Identity(found.lms_user_id, found.first_name, found.last_name, email)
+    return RosterEntry(found.student, i, identity, frozenset(aliases), found.repository)
 
 
 def apply_roster(intake: Intake, roster: Roster, *, keep_ids: bool = False) -> None:

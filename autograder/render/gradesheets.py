@@ -21,12 +21,13 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
+from typing import Protocol
 
 from autograder.grading.results import Status, SubmissionResult
-from autograder.intake.roster import Roster
 
 #: The student columns a Canvas gradebook import starts with.
 CANVAS_HEADER = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -57,6 +58,20 @@ CSV_HEADER = (
     "review",
 )
 _CANVAS_TITLE = re.compile(r"\A(.*)\s\((\d+)\)\Z")
+
+
+class Roster(Protocol):
+    """The instructor's own download of an LMS, as a sheet to fill in (what
+    :class:`autograder.intake.roster.Roster` reads): every row as read, and how."""
+
+    kind: str  #: the LMS whose download it is
+    header: list[str]
+    rows: list[list[str]]
+    delimiter: str
+    encoding: str
+
+    def column(self, *names: str) -> int | None:
+        """Index of the first header cell equal (case-blind) to one of ``names``."""
 
 
 def sortable_name(r: SubmissionResult) -> str:
@@ -238,8 +253,8 @@ def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
             number(r.score),
             number(r.max_score),
             r.status.value,
-            r.timestamp or "",
-            "" if r.late is None else ("yes" if r.late else "no"),
+            r.identity.timestamp.isoformat() if r.identity.timestamp else "",
+            "" if r.identity.late is None else ("yes" if r.identity.late else "no"),
             "; ".join(r.flags),
             number(r.late_penalty),
             review(r),
@@ -247,6 +262,21 @@ def csv_sheet(rows: list[SubmissionResult]) -> Sheet:
         for r in sorted(rows, key=lambda r: r.student)
     ]
     return Sheet(list(CSV_HEADER), table)
+
+
+#: Each ``export --to`` format's sheet, as ``sheet(rows, title, now, roster)``: an LMS's
+#: import file (the LMSs that declare one, :data:`autograder.intake.detect.EXPORT_FORMATS`),
+#: and plain CSV.
+SHEETS: Mapping[str, Callable[[list[SubmissionResult], str, datetime, Roster | None], Sheet]] = (
+    MappingProxyType(
+        {
+            "canvas": lambda rows, title, now, roster: canvas_sheet(rows, title, roster),
+            "moodle": lambda rows, title, now, roster: moodle_sheet(rows, now, roster),
+            "blackboard": lambda rows, title, now, roster: blackboard_sheet(rows, title, roster),
+            "csv": lambda rows, title, now, roster: csv_sheet(rows),
+        }
+    )
+)
 
 
 def _index(

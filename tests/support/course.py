@@ -77,7 +77,7 @@ def job_factory(course: Path, scratch: Path):
     ``course`` (released, template built), its notebook the release with ``CORRECT``
     answers and the given cells filled in."""
     from autograder import sandbox
-    from autograder.grading.job import Job
+    from autograder.grading.job import RunSpec
     from autograder.grading.template import build_template
 
     template, _ = build_template(course, "mini")
@@ -85,17 +85,8 @@ def job_factory(course: Path, scratch: Path):
     scratch.mkdir(exist_ok=True)
 
     def make(student: str, **sources: str):
-        return Job(
-            assignment="mini",
-            student=student,
-            notebook="mini",
-            data=nbformat.writes(fill(release, **{**CORRECT, **sources})).encode(),
-            template=template,
-            scratch_root=scratch,
-            cell_timeout=10,
-            sandbox=True,
-            limits=sandbox.Limits(),
-        )
+        spec = RunSpec("mini", "mini", template, scratch, 10, sandbox=True, limits=sandbox.Limits())
+        return spec.job(student, nbformat.writes(fill(release, **{**CORRECT, **sources})).encode())
 
     return make
 

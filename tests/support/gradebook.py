@@ -13,8 +13,8 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import db_url, gradebook, load_config
-from autograder.grading.record import commit
 from autograder.grading.results import SubmissionResult
+from autograder.record.store import commit
 
 
 def register_assignment(course: Path, assignment: str, notebook: str) -> None:

@@ -383,7 +383,7 @@ def grade_samples(
     Each result is the plain dict of the JSON the grader writes to ``results/``.  With
     ``fork=False`` every kernel starts fresh (``--no-fork``).
     """
-    from autograder.grade import grade
+    from autograder.grade import Harness, grade
     from support.course import new_course, sandbox_available
 
     course = new_course(root / "course", {assignment: REPO / "source" / assignment})
@@ -398,6 +398,6 @@ def grade_samples(
         workers=2,
         sandbox=sandbox_available(),
         fork=fork,
-        feedback=False,
+        harness=Harness(feedback=False),
     )
     return {student: json.loads(r.to_json()) for student, r in result.results.items()}

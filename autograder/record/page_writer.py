@@ -7,7 +7,7 @@ core while the run records the next results; every page is written before ``grad
 returns (:meth:`PageWriter.close`).
 
 A page that cannot be written costs no grade: a warning names the student.  A full disk
-stops the run with :class:`~autograder.grading.record.RecordError`, raised in ``grade``
+stops the run with :class:`~autograder.grading.gradebook.RecordError`, raised in ``grade``
 at its next commit or at its end.
 """
 
@@ -19,8 +19,8 @@ import sys
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
-from autograder.grading.record import RecordError, stop_when_disk_full
-from autograder.intake.submitted import copy_exchange_files
+from autograder.grading.gradebook import RecordError, stop_when_disk_full
+from autograder.record.submitted import copy_exchange_files
 from autograder.render.feedback_page import write_pages
 from autograder.render.page import release_notebooks
 

@@ -1,7 +1,7 @@
 """One result's rows in nbgrader's gradebook: the student, the submission, its scores.
 
 :func:`write_batch` writes a batch of results in an open ``Gradebook``, inside the
-transaction that :mod:`autograder.grading.record` commits (:func:`write_scores`, one
+transaction that :mod:`autograder.record.store` commits (:func:`write_scores`, one
 result).  The rows are the ones nbgrader's own
 ``autograde`` leaves: a new submission mirrors the assignment as
 ``Gradebook.add_submission`` builds it (a notebook row per assignment notebook, a grade
@@ -22,7 +22,7 @@ create them one by one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from nbgrader.api import (
@@ -153,7 +153,7 @@ def write_scores(
 
     ``shape`` is the assignment's :class:`AssignmentShape` (read here when not given);
     ``held``, what the gradebook holds of the batch's students (None: asked here, with
-    nbgrader's own calls).  Sets ``result.late`` when it was not known.
+    nbgrader's own calls).  Sets the identity's ``late`` when it was not known.
     """
     student, assignment = result.student, result.assignment
     if result.status is Status.MISSING:
@@ -186,8 +186,8 @@ def write_scores(
         result.review = _update_scores(gb, notebook, assignment, student, scores, result.new_work)
     gb.db.commit()
     late = assign_late_penalty(gb, config, notebook, result)
-    if result.late is None:
-        result.late = late
+    if result.identity.late is None:
+        result.identity = replace(result.identity, late=late)
     gb.db.commit()
 
 

@@ -55,8 +55,8 @@ def store_submitted(
     data = sub.data  # read once: it may come from the collector's spool
     if data:
         wanted[f"{notebook}.ipynb"] = data
-    if sub.timestamp is not None:
-        wanted["timestamp.txt"] = nbgrader_timestamp(sub.timestamp).encode()
+    if sub.identity.timestamp is not None:
+        wanted["timestamp.txt"] = nbgrader_timestamp(sub.identity.timestamp).encode()
     flags = []
     for name, data in wanted.items():
         path = folder / name
