@@ -48,3 +48,22 @@ c.Execute.extra_arguments = [
 # Keep autograded notebooks (and so feedback) small even when a submission floods output.
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
+
+# Each learner's own numbers for the questions answered by hand: a hash of this key, the
+# assignment and the learner's id picks them. Empty: everyone gets the lesson's printed
+# numbers. Change it each term, then release again (docs/instructor-guide.md).
+c.Variants.key = ""
+# The key goes into the release, and the student's id (the folder nbgrader grades,
+# submitted/<id>/) into the hidden tests; specdec-course sets its own pipeline.
+c.GenerateAssignment.preprocessors = [
+    "autograder.preprocessors.variants.Variants",
+    *__import__("nbgrader.converters").converters.GenerateAssignment.class_traits()[
+        "preprocessors"
+    ].default(),
+]
+c.Autograde.autograde_preprocessors = [
+    "autograder.preprocessors.variants.GradedVariants",
+    *__import__("nbgrader.converters").converters.Autograde.class_traits()[
+        "autograde_preprocessors"
+    ].default(),
+]
