@@ -1,0 +1,308 @@
+"""Each learner's own numbers: the derivation, the fairness of every variant, and whose
+numbers grade a notebook.
+
+The in-process tests run the lesson's *Your numbers* cell, its solution cells for the
+questions answered by hand and their hidden tests in one namespace, after the grader's
+own preprocessors (``Variants``, ``GradedVariants``) wrote the key and the graded id into
+the notebook, as they do at release and at autograde: no kernel, so every variant of the
+table and 200 ids cost a second.  One test grades real notebooks, with a key, through
+``specdec-course grade`` and plain ``nbgrader autograde``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from support.course import FILES, REPO, new_course, write_nb
+from support.lessons import learner_cell
+
+from autograder.preprocessors import GradedVariants, Variants
+from specdec_reference import variants
+from specdec_reference.acceptance import accept_prob, overall_acceptance
+from specdec_reference.analysis import expected_tokens
+from specdec_reference.testing import e7_2
+from specdec_reference.testing.e7_2.speed import part3_numbers
+
+ASSIGNMENT = "e7_2_acceptance_tests"
+SPACE = variants.SPACES[ASSIGNMENT]
+SOURCE = nbformat.read(REPO / "source" / ASSIGNMENT / "acceptance_tests.ipynb", as_version=4)
+#: The solution cells answered by hand, and the test cells that grade them.
+BY_HAND = ("part1_answers", "one_pass_answers", "check_understanding")
+BY_HAND_TESTS = tuple(
+    c.metadata["nbgrader"]["grade_id"]
+    for c in SOURCE.cells
+    if c.metadata.get("nbgrader", {}).get("grade")
+    and c.metadata["nbgrader"]["grade_id"].startswith(tuple(f"test_{s}_" for s in BY_HAND))
+)
+KEY = "spring-term"
+IDS = [f"s{n:04d}" for n in range(200)]
+STUB = "raise NotImplementedError()"
+
+
+def _meta(cell) -> dict:
+    return cell.metadata.get("nbgrader", {})
+
+
+def released(nb=SOURCE, key: str = KEY):
+    """``nb`` after the release's ``Variants`` preprocessor, with ``key``."""
+    out, _ = Variants(key=key).preprocess(copy.deepcopy(nb), {"nbgrader": {"student": "."}})
+    return out
+
+
+def graded(nb, student: str):
+    """``nb`` after autograde's ``GradedVariants``: ``student`` as the intake recorded it."""
+    out, _ = GradedVariants(student_id=student).preprocess(copy.deepcopy(nb), {"nbgrader": {}})
+    return out
+
+
+def run_by_hand(nb, bodies: dict[str, str] | None = None, typed: str = "") -> dict[str, str]:
+    """Run ``nb``'s id cell (with ``typed``), its *Your numbers* cell, the solution cells
+    answered by hand (``bodies`` replace their solutions) and their tests, in one namespace;
+    return ``{test cell: failure message}`` ("" when it passed)."""
+    ns: dict = {"__name__": "__main__", "_ih": [""], "_specdec_preloaded": False}
+    shell = type("Shell", (), {"events": type("E", (), {"register": lambda *a: None})()})()
+    ns["get_ipython"] = lambda: shell
+    outcomes = {}
+    for cell in nb.cells:
+        meta = _meta(cell)
+        if cell.get("id") == "your_id":
+            source = f"MY_STUDENT_ID = {typed!r}"
+        elif cell.get("id") == "your_numbers":
+            source = cell.source
+        elif meta.get("grade_id") in BY_HAND:
+            source = cell.source
+            if bodies is not None:
+                source = learner_cell(source, bodies[meta["grade_id"]])
+        elif meta.get("grade_id") in BY_HAND_TESTS:
+            source = cell.source
+        else:
+            continue
+        ns["_ih"].append(source)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(source, f"<cell {cell.get('id')}>", "exec"), ns)
+            message = ""
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}" or "failed"
+        if meta.get("grade_id") in BY_HAND_TESTS:
+            outcomes[meta["grade_id"]] = message
+    return outcomes
+
+
+def answers_typed_from(row) -> dict[str, str]:
+    """What a learner who works ``row``'s numbers by hand types: literal values only."""
+    kept = e7_2.verification._accepted(row)
+    c = part3_numbers(row)
+    e_n = expected_tokens(c["a"], c["k"])
+    speed = e_n / (c["t_verify"] + c["k"] * c["t_draft"])
+    letter = "ABC"[row["options"].split().index("ratio")]
+    return {
+        "part1_answers": f"answer_1 = {accept_prob(row['p1'], row['q1'])!r}\n"
+        f"answer_2 = {accept_prob(row['p2'], row['q2'])!r}\n"
+        f"answer_3 = {overall_acceptance(row['p3'], row['q3'])!r}",
+        "one_pass_answers": f"accepted_tokens = {kept!r}\nstop_position = {len(kept) + 1}\n"
+        f"tokens_emitted = {len(kept) + 1}\nanswer_e_n = {e_n!r}\nanswer_speed = {speed!r}\n"
+        f"answer_speedup = {speed * c['t_target']!r}",
+        "check_understanding": f"choice = {letter!r}",
+    }
+
+
+def row_of(student: str) -> dict:
+    return SPACE.numbers(KEY, student)
+
+
+def test_the_notebooks_cell_is_the_modules_derivation():
+    """The *Your numbers* cell is :func:`variants.learner_cell_source`, read-only, and
+    learners see its output, not its code."""
+    [cell] = [c for c in SOURCE.cells if c.get("id") == "your_numbers"]
+    assert cell.source == variants.learner_cell_source(ASSIGNMENT).rstrip("\n")
+    assert _meta(cell)["locked"] and not _meta(cell)["solution"] and not _meta(cell)["grade"]
+    assert cell.metadata["jupyter"]["source_hidden"]
+
+
+def test_the_cell_and_the_grader_derive_the_same_row_for_every_id():
+    """200 ids: the notebook's cell (the key written by the release) picks the row that
+    :func:`variants.graded_numbers` grades, every row of the table is someone's, and a
+    new key deals the rows again."""
+    nb = released()
+    seen = set()
+    for student in IDS:
+        ns = {"MY_STUDENT_ID": student}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source, ns)
+        want = variants.graded_numbers(ASSIGNMENT, KEY, student)
+        assert ns["MY_NUMBERS"] == want, student
+        seen.add(want["variant"])
+    assert seen == set(range(len(SPACE.rows)))
+    moved = sum(SPACE.index(KEY, s) != SPACE.index(KEY + "-next", s) for s in IDS)
+    assert moved > len(IDS) // 2  # about 7 in 8 move
+    # The id is folded as the intake folds it: case, accents and spaces do not matter.
+    assert SPACE.index(KEY, " Zoë Müller ") == SPACE.index(KEY, "zoe_muller")
+    # The derivation as documented: SHA-256 of key, assignment and folded id, one per line,
+    # its first 8 bytes as a big-endian number, modulo the table's size.
+    digest = hashlib.sha256(f"k\n{ASSIGNMENT}\nalice".encode()).digest()
+    assert variants.variant_index("k", ASSIGNMENT, " Alice", 8) == int.from_bytes(digest[:8], "big") % 8
+
+
+def test_without_a_key_everyone_gets_the_printed_numbers():
+    nb = released(key="")
+    cell = nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source
+    for student in IDS[:20] + [""]:
+        ns = {"MY_STUDENT_ID": student}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(cell, ns)
+        assert ns["MY_NUMBERS"] == {"variant": 0, **SPACE.rows[0]}
+
+
+def test_the_cell_takes_the_hub_id_the_typed_id_or_asks_for_one(monkeypatch):
+    nb = released()
+    cell = nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source
+
+    def row(typed: str, source: str = cell) -> tuple[int, str]:
+        ns = {"MY_STUDENT_ID": typed}
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(source, ns)
+        return ns["MY_NUMBERS"]["variant"], out.getvalue()
+
+    monkeypatch.setenv("JUPYTERHUB_USER", "hubuser")
+    assert row("")[0] == SPACE.index(KEY, "hubuser")
+    variant, shown = row("")
+    assert f"variant {variant}, for hubuser" in shown and "Part 1, answer_1: q = " in shown
+    assert row("typed")[0] == SPACE.index(KEY, "typed")  # what the learner typed wins
+    graded_cell = graded(nb, "intake-id")
+    graded_source = graded_cell.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source
+    assert row("typed", graded_source)[0] == SPACE.index(KEY, "intake-id")  # grading: the intake's
+    monkeypatch.delenv("JUPYTERHUB_USER")
+    with pytest.raises(ValueError, match="Type your student id between the quotes of MY_STUDENT_ID"):
+        row("")
+
+
+def test_every_variant_keeps_the_lessons_teaching_points():
+    """Each row: answer_1's token over-confident, answer_2's not; every graded mistake
+    gives a value apart from the right one; the trace accepts an over-confident token,
+    rejects one, and discards a later token whose ratio is at least 1; no draw sits on its
+    threshold; the speed-up is above 1; the understanding options are three apart."""
+    for i, r in enumerate(SPACE.rows):
+        assert r["p1"] < r["q1"] and r["p2"] > r["q2"], i
+        a1 = r["p1"] / r["q1"]
+        for wrong in (r["p1"], r["q1"] / r["p1"], r["q1"], 1.0):
+            assert abs(a1 - wrong) > 0.01, (i, wrong)
+        for wrong in (r["p2"] / r["q2"], r["p2"], r["q2"] / r["p2"]):
+            assert abs(1 - wrong) > 0.01, (i, wrong)
+        p, q = r["p3"], r["q3"]
+        assert abs(sum(p) - 1) < 1e-9 and abs(sum(q) - 1) < 1e-9, i
+        a3 = overall_acceptance(p, q)
+        for wrong in (sum(map(max, p, q)), sum(x * y for x, y in zip(p, q)), 1 - a3):
+            assert abs(a3 - wrong) > 0.01, (i, wrong)
+        rule = e7_2.verification._rule(r)
+        kept = e7_2.trace(rule, r["trace_r"])
+        assert len(kept) < 4 and any(rule[j] < 1 for j in kept), i
+        assert any(rule[j] >= 1 for j in range(len(kept) + 1, 4)), i
+        assert min(abs(t - u) for t, u in zip(rule, r["trace_r"])) >= 0.05, i
+        for wrong in (
+            e7_2.trace(rule, r["trace_r"], stop=False),
+            e7_2.trace(r["trace_p"], r["trace_r"]),
+            e7_2.trace(e7_2.verification._inverted(r), r["trace_r"]),
+            [0, 1, 2, 3],
+        ):
+            assert wrong != kept, (i, wrong)
+        c = part3_numbers(r)
+        e_n = expected_tokens(c["a"], c["k"])
+        speed = e_n / (c["t_verify"] + c["k"] * c["t_draft"])
+        assert speed * c["t_target"] > 1, i
+        for wrong in (e_n - 1, c["k"] + 1, 1 / (1 - c["a"]), e_n + c["a"] ** (c["k"] + 1)):
+            assert abs(wrong - e_n) > 2e-3 * e_n, (i, wrong)
+        for wrong in (e_n / c["t_verify"], e_n / (c["t_verify"] + c["t_draft"]), e_n / c["t_target"]):
+            assert abs(wrong - speed) > 2e-3 * speed, (i, wrong)
+        up, uq = r["choice_p"][0], r["choice_q"][0]
+        assert 0.5 < up < uq and sorted(r["options"].split()) == ["agree", "ratio", "raw"], i
+        assert min(abs(up / uq - 1), abs(up / uq - up)) > 0.02, i
+
+
+def test_the_source_scores_full_marks_and_the_blank_zero_for_200_learners():
+    """For 200 ids (every row of the table among them), graded with the id the grader
+    writes: the source's solutions pass every test of the questions answered by hand,
+    the release's stubs fail every one."""
+    nb = released()
+    rows = set()
+    for student in IDS:
+        mine = graded(nb, student)
+        assert not any(run_by_hand(mine).values()), student
+        blank = run_by_hand(mine, dict.fromkeys(BY_HAND, STUB))
+        assert all(blank.values()), (student, blank)
+        rows.add(row_of(student)["variant"])
+    assert rows == set(range(len(SPACE.rows)))
+
+
+def test_every_variants_hand_worked_answers_pass_and_a_classmates_fail():
+    """A learner who works their own row's numbers by hand passes; one who copies a
+    classmate's numbers (typing the classmate's id shows them) is graded against their
+    own and loses every answer that differs, whatever the notebook sets."""
+    nb = released()
+    by_row = {}
+    for student in IDS:
+        by_row.setdefault(row_of(student)["variant"], student)
+    for variant, student in sorted(by_row.items()):
+        mine = graded(nb, student)
+        assert not any(run_by_hand(mine, answers_typed_from(row_of(student))).values()), variant
+    alice, bob = by_row[0], by_row[2]  # rows whose answers differ but for answer_2
+    copied = answers_typed_from(row_of(bob))
+    # Alice types Bob's id: her cell shows Bob's numbers...
+    ns = {"MY_STUDENT_ID": bob}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source, ns)
+    assert ns["MY_NUMBERS"] == row_of(bob)
+    # ...and, to be sure, she also claims Bob's id every way a notebook can.
+    forged = copy.deepcopy(copied)
+    forged["part1_answers"] += (
+        f"\nimport os\nos.environ['JUPYTERHUB_USER'] = {bob!r}\nGRADED_STUDENT_ID = {bob!r}\n"
+        f"_GRADED_STUDENT_ID = {bob!r}\nCOURSE_VARIANT_KEY = ''\n_COURSE_VARIANT_KEY = ''"
+    )
+    outcome = run_by_hand(graded(nb, alice), forged, typed=bob)
+    lost = {
+        "test_part1_answers_answer_1",
+        "test_part1_answers_answer_3",
+        "test_one_pass_answers_accepted_tokens",
+        "test_one_pass_answers_answer_e_n",
+        "test_check_understanding_choice",
+    }
+    # answer_2 is 1 in every row (the cap is the lesson's point); the others count when
+    # they follow from the learner's own earlier answers, so one wrong number costs once.
+    assert {g for g, m in outcome.items() if m} == lost, outcome
+    a1 = accept_prob(row_of(bob)["p1"], row_of(bob)["q1"])
+    assert outcome["test_part1_answers_answer_1"] == (
+        f"AssertionError: answer_1 (q = 0.6, p = 0.15) is {a1!r}, expected 0.25."
+    )
+    # Graded as Bob, the same answers pass: the check is the id, not the answers' form.
+    assert not any(run_by_hand(graded(nb, bob), copied).values())
+
+
+def test_the_grader_fills_only_locked_cells_and_only_the_id_at_autograde():
+    nb = released()
+    learner = nbformat.v4.new_code_cell('GRADED_STUDENT_ID = ""\nCOURSE_VARIANT_KEY = ""')
+    nb.cells.insert(0, learner)
+    out = graded(nb, 'o"brien')
+    assert out.cells[0].source == learner.source  # a learner's cell is never filled
+    test_cell = next(c for c in out.cells if _meta(c).get("grade_id") == BY_HAND_TESTS[0])
+    assert '_GRADED_STUDENT_ID = "o\\"brien"' in test_cell.source
+    assert f'_COURSE_VARIANT_KEY = "{KEY}"' in test_cell.source  # from the release, kept
+    # A release made without a key stays without one at autograde.
+    unkeyed = graded(released(key=""), "alice")
+    cell = next(c for c in unkeyed.cells if c.get("id") == "your_numbers")
+    assert 'COURSE_VARIANT_KEY = ""' in cell.source and 'GRADED_STUDENT_ID = "alice"' in cell.source
+
+
+def test_a_key_without_an_id_fails_the_test_rather_than_guess():
+    with pytest.raises(AssertionError, match="did not say whose notebook this is"):
+        variants.graded_numbers(ASSIGNMENT, KEY, "")
