@@ -306,3 +306,99 @@ def test_the_grader_fills_only_locked_cells_and_only_the_id_at_autograde():
 def test_a_key_without_an_id_fails_the_test_rather_than_guess():
     with pytest.raises(AssertionError, match="did not say whose notebook this is"):
         variants.graded_numbers(ASSIGNMENT, KEY, "")
+
+
+def _pick(key: str, rows: tuple[int, ...], prefix: str) -> str:
+    """An id whose row under ``key`` is one of ``rows``."""
+    return next(
+        s for n in range(10_000) if SPACE.index(key, s := f"{prefix}{n}") in rows
+    )
+
+
+@pytest.mark.kernel
+@pytest.mark.sandbox
+def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
+    """A course with a key, released, then graded twice, by ``specdec-course grade`` and by
+    plain ``nbgrader autograde``: Alice works her own numbers, Carol types Dave's id, works
+    Dave's numbers and claims his id in her own code; both graders give Alice every
+    hand-worked point and take Carol's differing answers, cell for cell the same."""
+    from autograder.grade import grade
+    from autograder.release import release
+
+    sys.path.insert(0, str(FILES))
+    from sample_builder import fill, reference_bodies
+
+    course = new_course(tmp_path / "course", {ASSIGNMENT: REPO / "source" / ASSIGNMENT})
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text().replace('c.Variants.key = ""', 'c.Variants.key = "term-7"'))
+    release(ASSIGNMENT, course=course, check=False)
+    nb = nbformat.read(course / "release" / ASSIGNMENT / "acceptance_tests.ipynb", as_version=4)
+    [numbers_cell] = [c for c in nb.cells if c.get("id") == "your_numbers"]
+    assert 'COURSE_VARIANT_KEY = "term-7"' in numbers_cell.source
+    assert 'GRADED_STUDENT_ID = ""' in numbers_cell.source
+
+    key_space = variants.SPACES[ASSIGNMENT]
+    alice, carol, dave = _pick("term-7", (0,), "alice"), _pick("term-7", (0,), "carol"), _pick(
+        "term-7", (2,), "dave"
+    )
+    bodies = reference_bodies(SOURCE)
+
+    def notebook(answers: dict[str, str], typed: str = ""):
+        out = copy.deepcopy(nb)
+        for cell in out.cells:
+            gid = _meta(cell).get("grade_id")
+            if gid and _meta(cell).get("solution"):
+                cell.source = fill(cell.source, answers.get(gid, bodies[gid]), gid)
+            if cell.get("id") == "your_id":
+                cell.source = f"MY_STUDENT_ID = {typed!r}"
+        return out
+
+    own = answers_typed_from(key_space.numbers("term-7", alice))
+    copied = answers_typed_from(key_space.numbers("term-7", dave))
+    copied["part1_answers"] += (
+        f"\nimport os\nos.environ['JUPYTERHUB_USER'] = {dave!r}\nGRADED_STUDENT_ID = {dave!r}\n"
+        f"_GRADED_STUDENT_ID = {dave!r}"
+    )
+    subs = {alice: notebook(own), carol: notebook(copied, typed=dave)}
+    for student, sub in subs.items():
+        write_nb(tmp_path / "subs" / f"{student}.ipynb", sub)
+
+    plain = Path(shutil.copytree(course, tmp_path / "plain"))
+    result = grade(ASSIGNMENT, submissions=tmp_path / "subs", course=course, workers=2)
+    ours = {
+        s: {c.grade_id: c.score for c in r.cells if c.grade_id in BY_HAND_TESTS}
+        for s, r in result.results.items()
+    }
+    for student, sub in subs.items():
+        write_nb(plain / "submitted" / student / ASSIGNMENT / "acceptance_tests.ipynb", sub)
+    nbgrader = [str(Path(sys.executable).with_name("nbgrader")), "autograde", ASSIGNMENT]
+    proc = subprocess.run(
+        nbgrader, cwd=plain, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "JUPYTERHUB_USER"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{plain / 'gradebook.db'}") as gb:
+        theirs = {
+            s: {
+                g.name: g.score
+                for g in gb.find_submission_notebook("acceptance_tests", ASSIGNMENT, s).grades
+                if g.name in BY_HAND_TESTS
+            }
+            for s in subs
+        }
+    points = {g: c.metadata["nbgrader"]["points"] for g in BY_HAND_TESTS for c in SOURCE.cells
+              if _meta(c).get("grade_id") == g}  # fmt: skip
+    assert ours[alice] == theirs[alice] == points
+    lost = {
+        "test_part1_answers_answer_1",
+        "test_part1_answers_answer_3",
+        "test_one_pass_answers_accepted_tokens",
+        "test_one_pass_answers_answer_e_n",
+        "test_check_understanding_choice",
+    }
+    assert ours[carol] == theirs[carol] == {g: 0 if g in lost else p for g, p in points.items()}
+    # Every function cell scores full marks for both: only the numbers differ.
+    assert all(r.score == r.max_score - sum(points[g] for g in lost) * (s == carol)
+               for s, r in result.results.items())  # fmt: skip
