@@ -4,6 +4,8 @@ Plain nbgrader commands (``nbgrader generate_assignment``, ``nbgrader autograde`
 work on this course as they are; ``specdec-course`` reads the same file.
 """
 
+from nbgrader.converters import Autograde, GenerateAssignment
+
 c = get_config()  # noqa: F821  (injected by traitlets when nbgrader loads this file)
 
 c.CourseDirectory.course_id = "specdec-e7"
@@ -51,19 +53,16 @@ c.LimitOutput.max_traceback = 50
 
 # Each learner's own numbers for the questions answered by hand: a hash of this key, the
 # assignment and the learner's id picks them. Empty: everyone gets the lesson's printed
-# numbers. Change it each term, then release again (docs/instructor-guide.md).
+# numbers. Set it before releasing; a new key (each term, say) needs a new release.
 c.Variants.key = ""
-# The key goes into the release, and the student's id (the folder nbgrader grades,
-# submitted/<id>/) into the hidden tests; specdec-course sets its own pipeline.
+# The release gets the key, and the hidden tests the id of the student graded (the folder
+# nbgrader grades, submitted/<id>/). specdec-course builds its own pipeline; these lines
+# are for plain nbgrader.
 c.GenerateAssignment.preprocessors = [
     "autograder.preprocessors.variants.Variants",
-    *__import__("nbgrader.converters").converters.GenerateAssignment.class_traits()[
-        "preprocessors"
-    ].default(),
+    *GenerateAssignment.class_traits()["preprocessors"].default(),
 ]
 c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.variants.GradedVariants",
-    *__import__("nbgrader.converters").converters.Autograde.class_traits()[
-        "autograde_preprocessors"
-    ].default(),
+    *Autograde.class_traits()["autograde_preprocessors"].default(),
 ]

@@ -64,8 +64,9 @@ class VariantSpace:
     assignment: str
     #: the rows; row 0 is the lesson's printed numbers
     rows: tuple[Mapping[str, Any], ...]
-    #: lines the cell prints, ``str.format`` templates over a row
-    lines: tuple[str, ...]
+    #: the lines the cell prints, ``str.format`` templates over a row, each with the
+    #: solution cell (``grade_id``) whose question it gives numbers for
+    lines: tuple[tuple[str, str], ...]
 
     def index(self, key: str, student: str) -> int:
         return variant_index(key, self.assignment, student, len(self.rows))
@@ -75,9 +76,10 @@ class VariantSpace:
         i = self.index(key, student)
         return {"variant": i, **self.rows[i]}
 
-    def describe(self, row: Mapping[str, Any]) -> list[str]:
-        """The lines the *Your numbers* cell prints for ``row``."""
-        return [line.format(**row) for line in self.lines]
+    def describe(self, row: Mapping[str, Any], answer: str | None = None) -> list[str]:
+        """The lines the *Your numbers* cell prints for ``row``: all of them, or those of
+        the solution cell ``answer``."""
+        return [line.format(**row) for gid, line in self.lines if answer in (None, gid)]
 
 
 def _e7_2_row(part1, trace, speed, understanding) -> dict[str, Any]:
@@ -90,7 +92,8 @@ def _e7_2_row(part1, trace, speed, understanding) -> dict[str, Any]:
         "ratio": str(Fraction(str(up0)) / Fraction(str(uq0))),
         "raw": f"{up0}, the target's probability of the token",
     }
-    choices = "; ".join(f"{letter}: {offers[kind]}" for letter, kind in zip("ABC", options.split()))
+    letters = zip("ABC", options.split(), strict=True)
+    choices = "; ".join(f"{letter}: {offers[kind]}" for letter, kind in letters)
     return {
         "q1": q1, "p1": p1, "q2": q2, "p2": p2, "p3": p3, "q3": q3,
         "trace_q": tq, "trace_p": tp, "trace_r": tr,
@@ -107,45 +110,75 @@ E7_2 = VariantSpace(
     rows=tuple(
         _e7_2_row(*row)
         for row in (
-            (((0.6, 0.15), (0.2, 0.3), ([0.6, 0.1, 0.3], [0.2, 0.5, 0.3])),
-             ((0.2, 0.5, 0.8, 0.3), (0.8, 0.3, 0.2, 0.9), (0.5, 0.45, 0.4, 0.1)),
-             (0.6, 3, 14, 2, 12), (0.6, 0.9, "agree ratio raw")),
-            (((0.5, 0.2), (0.1, 0.4), ([0.6, 0.3, 0.1], [0.3, 0.2, 0.5])),
-             ((0.4, 0.6, 0.5, 0.2), (0.8, 0.3, 0.1, 0.6), (0.3, 0.4, 0.3, 0.5)),
-             (0.5, 3, 12, 1, 10), (0.6, 0.8, "ratio raw agree")),
-            (((0.9, 0.45), (0.25, 0.5), ([0.2, 0.5, 0.3], [0.4, 0.2, 0.4])),
-             ((0.5, 0.6, 0.25, 0.4), (0.4, 0.2, 0.5, 0.8), (0.6, 0.5, 0.2, 0.3)),
-             (0.7, 2, 15, 2.5, 12), (0.7, 0.9, "raw agree ratio")),
-            (((0.8, 0.6), (0.3, 0.45), ([0.1, 0.7, 0.2], [0.5, 0.3, 0.2])),
-             ((0.3, 0.7, 0.9, 0.1), (0.6, 0.35, 0.3, 0.5), (0.7, 0.3, 0.5, 0.2)),
-             (0.8, 3, 16, 2, 14), (0.55, 0.88, "agree raw ratio")),
-            (((0.4, 0.1), (0.15, 0.6), ([0.5, 0.25, 0.25], [0.2, 0.2, 0.6])),
-             ((0.6, 0.4, 0.8, 0.25), (0.2, 0.2, 0.4, 0.75), (0.25, 0.7, 0.1, 0.6)),
-             (0.5, 4, 10, 1.5, 10), (0.6, 0.75, "ratio agree raw")),
-            (((0.5, 0.35), (0.4, 0.5), ([0.3, 0.3, 0.4], [0.6, 0.3, 0.1])),
-             ((0.1, 0.5, 0.6, 0.4), (0.3, 0.45, 0.15, 0.8), (0.9, 0.6, 0.5, 0.3)),
-             (0.75, 2, 16, 2, 12), (0.7, 0.875, "raw ratio agree")),
-            (((0.75, 0.3), (0.2, 0.7), ([0.45, 0.45, 0.1], [0.15, 0.35, 0.5])),
-             ((0.25, 0.8, 0.5, 0.2), (0.5, 0.6, 0.1, 0.4), (0.8, 0.65, 0.35, 0.9)),
-             (0.4, 2, 11, 1.5, 10), (0.65, 0.9, "agree ratio raw")),
-            (((0.6, 0.45), (0.35, 0.7), ([0.7, 0.2, 0.1], [0.1, 0.3, 0.6])),
-             ((0.75, 0.9, 0.3, 0.5), (0.6, 0.3, 0.6, 0.7), (0.7, 0.6, 0.8, 0.2)),
-             (0.9, 3, 20, 2.5, 15), (0.6, 0.96, "ratio raw agree")),
+            (
+                ((0.6, 0.15), (0.2, 0.3), ([0.6, 0.1, 0.3], [0.2, 0.5, 0.3])),
+                ((0.2, 0.5, 0.8, 0.3), (0.8, 0.3, 0.2, 0.9), (0.5, 0.45, 0.4, 0.1)),
+                (0.6, 3, 14, 2, 12),
+                (0.6, 0.9, "agree ratio raw"),
+            ),
+            (
+                ((0.5, 0.2), (0.1, 0.4), ([0.6, 0.3, 0.1], [0.3, 0.2, 0.5])),
+                ((0.4, 0.6, 0.5, 0.2), (0.8, 0.3, 0.1, 0.6), (0.3, 0.4, 0.3, 0.5)),
+                (0.5, 3, 12, 1, 10),
+                (0.6, 0.8, "ratio raw agree"),
+            ),
+            (
+                ((0.9, 0.45), (0.25, 0.5), ([0.2, 0.5, 0.3], [0.4, 0.2, 0.4])),
+                ((0.5, 0.6, 0.25, 0.4), (0.4, 0.2, 0.5, 0.8), (0.6, 0.5, 0.2, 0.3)),
+                (0.7, 2, 15, 2.5, 12),
+                (0.7, 0.9, "raw agree ratio"),
+            ),
+            (
+                ((0.8, 0.6), (0.3, 0.45), ([0.1, 0.7, 0.2], [0.5, 0.3, 0.2])),
+                ((0.3, 0.7, 0.9, 0.1), (0.6, 0.35, 0.3, 0.5), (0.7, 0.3, 0.5, 0.2)),
+                (0.8, 3, 16, 2, 14),
+                (0.55, 0.88, "agree raw ratio"),
+            ),
+            (
+                ((0.4, 0.1), (0.15, 0.6), ([0.5, 0.25, 0.25], [0.2, 0.2, 0.6])),
+                ((0.6, 0.4, 0.8, 0.25), (0.2, 0.2, 0.4, 0.75), (0.25, 0.7, 0.1, 0.6)),
+                (0.5, 4, 10, 1.5, 10),
+                (0.6, 0.75, "ratio agree raw"),
+            ),
+            (
+                ((0.5, 0.35), (0.4, 0.5), ([0.3, 0.3, 0.4], [0.6, 0.3, 0.1])),
+                ((0.1, 0.5, 0.6, 0.4), (0.3, 0.45, 0.15, 0.8), (0.9, 0.6, 0.5, 0.3)),
+                (0.75, 2, 16, 2, 12),
+                (0.7, 0.875, "raw ratio agree"),
+            ),
+            (
+                ((0.75, 0.3), (0.2, 0.7), ([0.45, 0.45, 0.1], [0.15, 0.35, 0.5])),
+                ((0.25, 0.8, 0.5, 0.2), (0.5, 0.6, 0.1, 0.4), (0.8, 0.65, 0.35, 0.9)),
+                (0.4, 2, 11, 1.5, 10),
+                (0.65, 0.9, "agree ratio raw"),
+            ),
+            (
+                ((0.6, 0.45), (0.35, 0.7), ([0.7, 0.2, 0.1], [0.1, 0.3, 0.6])),
+                ((0.75, 0.9, 0.3, 0.5), (0.6, 0.3, 0.6, 0.7), (0.7, 0.6, 0.8, 0.2)),
+                (0.9, 3, 20, 2.5, 15),
+                (0.6, 0.96, "ratio raw agree"),
+            ),
         )
     ),  # fmt: skip
     lines=(
-        "Part 1, answer_1: q = {q1}, p = {p1}",
-        "Part 1, answer_2: q = {q2}, p = {p2}",
-        "Part 1, answer_3: p = {p3}, q = {q3}",
-        'Part 3, the draft "the cat sat on", positions 1 to 4:',
-        "  q_i (draft)        {trace_q}",
-        "  p_i (target)       {trace_p}",
-        "  r_i (uniform draw) {trace_r}",
-        "Part 3, the speed: a = {a}, k = {k}; verification {t_verify_ms} ms, each draft step "
-        "{t_draft_ms} ms, the target alone {t_target_ms} ms per token",
-        "Check your understanding: p = {choice_p}, q = {choice_q}, token 0 drafted",
-        "  {choices}",
-    ),
+        ("part1_answers", "Part 1, answer_1: q = {q1}, p = {p1}"),
+        ("part1_answers", "Part 1, answer_2: q = {q2}, p = {p2}"),
+        ("part1_answers", "Part 1, answer_3: p = {p3}, q = {q3}"),
+        ("one_pass_answers", 'Part 3, the draft "the cat sat on", positions 1 to 4:'),
+        ("one_pass_answers", "  q_i (draft)        {trace_q}"),
+        ("one_pass_answers", "  p_i (target)       {trace_p}"),
+        ("one_pass_answers", "  r_i (uniform draw) {trace_r}"),
+        (
+            "one_pass_answers",
+            "Part 3, the speed: a = {a}, k = {k}; verification {t_verify_ms} ms, "
+            "each draft step {t_draft_ms} ms, the target alone {t_target_ms} ms per token",
+        ),
+        (
+            "check_understanding",
+            "Check your understanding: p = {choice_p}, q = {choice_q}, token 0 drafted",
+        ),
+        ("check_understanding", "  {choices}"),
+    ),  # fmt: skip
 )
 
 #: Every lesson with a variant space, by assignment.
@@ -167,7 +200,7 @@ def graded_numbers(assignment: str, key: str, student: str) -> dict[str, Any]:
     return SPACES[assignment].numbers(key, student)
 
 
-_CELL = '''\
+_CELL = """\
 # Your numbers: the questions answered by hand use numbers of your own, chosen from your
 # id. On JupyterHub your id is known; elsewhere type it in the cell above. Do not edit.
 {key_name} = ""  # the course's, filled in when the lesson is released
@@ -195,10 +228,11 @@ if {key_name} and not _who:
     raise ValueError("Type your student id between the quotes of {typed_name} in the cell "
                      "above, run it, then run this cell again: your numbers depend on it.")
 {numbers_name} = dict(_ROWS[_row(_who)], variant=_row(_who))
-print(f"Your numbers (variant {{{numbers_name}['variant']}}" + (f", for {{_who}})" if {key_name} else ")"))
+_whose = f", for {{_who}}" if {key_name} else ""
+print(f"Your numbers (variant {{{numbers_name}['variant']}}{{_whose}})")
 for _line in _LINES:
     print("  " + _line.format(**{numbers_name}))
-'''
+"""
 
 
 def learner_cell_source(assignment: str) -> str:
@@ -211,5 +245,5 @@ def learner_cell_source(assignment: str) -> str:
         numbers_name=NUMBERS_NAME,
         assignment=assignment,
         rows="[\n" + "".join(f"    {dict(row)!r},\n" for row in space.rows) + "]",
-        lines="[\n" + "".join(f"    {line!r},\n" for line in space.lines) + "]",
+        lines="[\n" + "".join(f"    {line!r},\n" for _, line in space.lines) + "]",
     )

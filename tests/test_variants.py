@@ -16,6 +16,7 @@ import copy
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from markupsafe import escape
 from support.course import FILES, REPO, new_course, write_nb
 from support.lessons import learner_cell
 
@@ -151,7 +153,10 @@ def test_the_cell_and_the_grader_derive_the_same_row_for_every_id():
     # The derivation as documented: SHA-256 of key, assignment and folded id, one per line,
     # its first 8 bytes as a big-endian number, modulo the table's size.
     digest = hashlib.sha256(f"k\n{ASSIGNMENT}\nalice".encode()).digest()
-    assert variants.variant_index("k", ASSIGNMENT, " Alice", 8) == int.from_bytes(digest[:8], "big") % 8
+    assert (
+        variants.variant_index("k", ASSIGNMENT, " Alice", 8)
+        == int.from_bytes(digest[:8], "big") % 8
+    )
 
 
 def test_without_a_key_everyone_gets_the_printed_numbers():
@@ -184,7 +189,9 @@ def test_the_cell_takes_the_hub_id_the_typed_id_or_asks_for_one(monkeypatch):
     graded_source = graded_cell.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source
     assert row("typed", graded_source)[0] == SPACE.index(KEY, "intake-id")  # grading: the intake's
     monkeypatch.delenv("JUPYTERHUB_USER")
-    with pytest.raises(ValueError, match="Type your student id between the quotes of MY_STUDENT_ID"):
+    with pytest.raises(
+        ValueError, match="Type your student id between the quotes of MY_STUDENT_ID"
+    ):
         row("")
 
 
@@ -203,13 +210,13 @@ def test_every_variant_keeps_the_lessons_teaching_points():
         p, q = r["p3"], r["q3"]
         assert abs(sum(p) - 1) < 1e-9 and abs(sum(q) - 1) < 1e-9, i
         a3 = overall_acceptance(p, q)
-        for wrong in (sum(map(max, p, q)), sum(x * y for x, y in zip(p, q)), 1 - a3):
+        for wrong in (sum(map(max, p, q)), sum(x * y for x, y in zip(p, q, strict=True)), 1 - a3):
             assert abs(a3 - wrong) > 0.01, (i, wrong)
         rule = e7_2.verification._rule(r)
         kept = e7_2.trace(rule, r["trace_r"])
         assert len(kept) < 4 and any(rule[j] < 1 for j in kept), i
         assert any(rule[j] >= 1 for j in range(len(kept) + 1, 4)), i
-        assert min(abs(t - u) for t, u in zip(rule, r["trace_r"])) >= 0.05, i
+        assert min(abs(t - u) for t, u in zip(rule, r["trace_r"], strict=True)) >= 0.05, i
         for wrong in (
             e7_2.trace(rule, r["trace_r"], stop=False),
             e7_2.trace(r["trace_p"], r["trace_r"]),
@@ -223,7 +230,11 @@ def test_every_variant_keeps_the_lessons_teaching_points():
         assert speed * c["t_target"] > 1, i
         for wrong in (e_n - 1, c["k"] + 1, 1 / (1 - c["a"]), e_n + c["a"] ** (c["k"] + 1)):
             assert abs(wrong - e_n) > 2e-3 * e_n, (i, wrong)
-        for wrong in (e_n / c["t_verify"], e_n / (c["t_verify"] + c["t_draft"]), e_n / c["t_target"]):
+        for wrong in (
+            e_n / c["t_verify"],
+            e_n / (c["t_verify"] + c["t_draft"]),
+            e_n / c["t_target"],
+        ):
             assert abs(wrong - speed) > 2e-3 * speed, (i, wrong)
         up, uq = r["choice_p"][0], r["choice_q"][0]
         assert 0.5 < up < uq and sorted(r["options"].split()) == ["agree", "ratio", "raw"], i
@@ -310,9 +321,7 @@ def test_a_key_without_an_id_fails_the_test_rather_than_guess():
 
 def _pick(key: str, rows: tuple[int, ...], prefix: str) -> str:
     """An id whose row under ``key`` is one of ``rows``."""
-    return next(
-        s for n in range(10_000) if SPACE.index(key, s := f"{prefix}{n}") in rows
-    )
+    return next(s for n in range(10_000) if SPACE.index(key, s := f"{prefix}{n}") in rows)
 
 
 @pytest.mark.kernel
@@ -330,7 +339,9 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
 
     course = new_course(tmp_path / "course", {ASSIGNMENT: REPO / "source" / ASSIGNMENT})
     config = course / "nbgrader_config.py"
-    config.write_text(config.read_text().replace('c.Variants.key = ""', 'c.Variants.key = "term-7"'))
+    config.write_text(
+        config.read_text().replace('c.Variants.key = ""', 'c.Variants.key = "term-7"')
+    )
     release(ASSIGNMENT, course=course, check=False)
     nb = nbformat.read(course / "release" / ASSIGNMENT / "acceptance_tests.ipynb", as_version=4)
     [numbers_cell] = [c for c in nb.cells if c.get("id") == "your_numbers"]
@@ -338,8 +349,10 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
     assert 'GRADED_STUDENT_ID = ""' in numbers_cell.source
 
     key_space = variants.SPACES[ASSIGNMENT]
-    alice, carol, dave = _pick("term-7", (0,), "alice"), _pick("term-7", (0,), "carol"), _pick(
-        "term-7", (2,), "dave"
+    alice, carol, dave = (
+        _pick("term-7", (0,), "alice"),
+        _pick("term-7", (0,), "carol"),
+        _pick("term-7", (2,), "dave"),
     )
     bodies = reference_bodies(SOURCE)
 
@@ -399,6 +412,18 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
         "test_check_understanding_choice",
     }
     assert ours[carol] == theirs[carol] == {g: 0 if g in lost else p for g, p in points.items()}
+    # The feedback pages show each learner's own numbers beside the answers; the report
+    # groups the class by variant.
+    from autograder.render.report_page import write_report
+
+    for student in subs:
+        page = (course / "feedback" / student / ASSIGNMENT / "acceptance_tests.html").read_text()
+        for line in key_space.describe(key_space.numbers("term-7", student)):
+            assert str(escape(line.strip())) in page, (student, line)
+    report = write_report(course, ASSIGNMENT).read_text()
+    assert "Results by variant" in report
+    assert re.search(r'<th scope="row">0</th>\s*<td class="num">2</td>', report)
+    assert '50% <span class="muted">(1/2)</span>' in report
     # Every function cell scores full marks for both: only the numbers differ.
     assert all(r.score == r.max_score - sum(points[g] for g in lost) * (s == carol)
                for s, r in result.results.items())  # fmt: skip

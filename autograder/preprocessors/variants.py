@@ -24,7 +24,9 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
 #: An assignment the grader fills in: the name at the start of a line, then ``= ""``.
-_SLOT = re.compile(r'^(?P<lead>[ \t]*(?P<name>_?(?:COURSE_VARIANT_KEY|GRADED_STUDENT_ID)) = )""', re.M)
+_SLOT = re.compile(
+    r'^(?P<lead>[ \t]*(?P<name>_?(?:COURSE_VARIANT_KEY|GRADED_STUDENT_ID)) = )""', re.M
+)
 
 
 class Variants(NbGraderPreprocessor):

@@ -31,11 +31,11 @@ def check_part1(namespace: Mapping[str, Any], which: str, numbers: Mapping[str, 
             rtol=0,
             mistakes={
                 "the sum of max(p_i, q_i)": (
-                    sum(max(a, b) for a, b in zip(p, q)),
+                    sum(max(a, b) for a, b in zip(p, q, strict=True)),
                     "take the smaller of the two probabilities of each token",
                 ),
                 "the sum of p_i * q_i": (
-                    sum(a * b for a, b in zip(p, q)),
+                    sum(a * b for a, b in zip(p, q, strict=True)),
                     "take min(p_i, q_i) for each token, not the product",
                 ),
                 "1 - sum(min(p_i, q_i)), the chance of a rejection": (
@@ -54,7 +54,10 @@ def check_part1(namespace: Mapping[str, Any], which: str, numbers: Mapping[str, 
                 p,
                 "the token is accepted with probability min(1, p/q), not p",
             ),
-            "the inverted ratio q/p": (q / p, "divide the target's probability by the draft's, p/q"),
+            "the inverted ratio q/p": (
+                q / p,
+                "divide the target's probability by the draft's, p/q",
+            ),
             "the inverted ratio q/p, capped at 1": (
                 1.0,
                 "divide the target's probability by the draft's, p/q",
@@ -62,9 +65,14 @@ def check_part1(namespace: Mapping[str, Any], which: str, numbers: Mapping[str, 
             "the draft probability q": (q, "use min(1, p/q)"),
         }
     else:  # the target likes the token at least as much: answer_2
-        always = "when the target likes the token at least as much as the draft, it is always accepted"
+        always = (
+            "when the target likes the token at least as much as the draft, it is always accepted"
+        )
         mistakes = {
-            "the ratio p/q without the cap at 1": (p / q, "a probability cannot exceed 1: min(1, p/q)"),
+            "the ratio p/q without the cap at 1": (
+                p / q,
+                "a probability cannot exceed 1: min(1, p/q)",
+            ),
             "the raw target probability p": (p, always),
             "the inverted ratio q/p": (lambda v: abs(v - q / p) <= TOLERANCE, always),
         }

@@ -99,7 +99,9 @@ def _learner_prefix(namespace: Mapping[str, Any]) -> int | None:
     return len(words) if words == list(DRAFT[: len(words)]) else None
 
 
-def check_accepted_tokens(namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None) -> None:
+def check_accepted_tokens(
+    namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless ``accepted_tokens`` lists the drafted tokens the pass keeps, in order
     (for the lesson's draft, or the learner's own ``numbers``)."""
     value = checks.require_defined(namespace, "accepted_tokens", "the Part 3 answers cell")
@@ -139,7 +141,9 @@ def _hint(observed: Any, mistakes: Mapping[str, tuple[Any, str]]) -> str:
     return " That is " + " or ".join(f"{name} ({advice})" for name, advice in hits) + "."
 
 
-def check_stop_position(namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None) -> None:
+def check_stop_position(
+    namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless ``stop_position`` is where verification stops (1-based), or consistent."""
     value = checks.require_defined(namespace, "stop_position", "the Part 3 answers cell")
     kept = len(_accepted(numbers))
@@ -172,7 +176,9 @@ def check_stop_position(namespace: Mapping[str, Any], numbers: Mapping[str, Any]
     )
 
 
-def check_tokens_emitted(namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None) -> None:
+def check_tokens_emitted(
+    namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless ``tokens_emitted`` is the accepted prefix plus the target's one token."""
     value = checks.require_defined(namespace, "tokens_emitted", "the Part 3 answers cell")
     count = checks.as_int(value, "tokens_emitted")
