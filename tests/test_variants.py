@@ -27,6 +27,7 @@ import pytest
 from markupsafe import escape
 from support.course import FILES, REPO, new_course, write_nb
 from support.lessons import learner_cell
+from support.variants import e7_2_hand_worked
 
 from autograder.preprocessors import GradedVariants, Variants
 from specdec_reference import variants
@@ -99,24 +100,6 @@ def run_by_hand(nb, bodies: dict[str, str] | None = None, typed: str = "") -> di
         if meta.get("grade_id") in BY_HAND_TESTS:
             outcomes[meta["grade_id"]] = message
     return outcomes
-
-
-def answers_typed_from(row) -> dict[str, str]:
-    """What a learner who works ``row``'s numbers by hand types: literal values only."""
-    kept = e7_2.verification._accepted(row)
-    c = part3_numbers(row)
-    e_n = expected_tokens(c["a"], c["k"])
-    speed = e_n / (c["t_verify"] + c["k"] * c["t_draft"])
-    letter = "ABC"[row["options"].split().index("ratio")]
-    return {
-        "part1_answers": f"answer_1 = {accept_prob(row['p1'], row['q1'])!r}\n"
-        f"answer_2 = {accept_prob(row['p2'], row['q2'])!r}\n"
-        f"answer_3 = {overall_acceptance(row['p3'], row['q3'])!r}",
-        "one_pass_answers": f"accepted_tokens = {kept!r}\nstop_position = {len(kept) + 1}\n"
-        f"tokens_emitted = {len(kept) + 1}\nanswer_e_n = {e_n!r}\nanswer_speed = {speed!r}\n"
-        f"answer_speedup = {speed * c['t_target']!r}",
-        "check_understanding": f"choice = {letter!r}",
-    }
 
 
 def row_of(student: str) -> dict:
@@ -266,9 +249,9 @@ def test_every_variants_hand_worked_answers_pass_and_a_classmates_fail():
         by_row.setdefault(row_of(student)["variant"], student)
     for variant, student in sorted(by_row.items()):
         mine = graded(nb, student)
-        assert not any(run_by_hand(mine, answers_typed_from(row_of(student))).values()), variant
+        assert not any(run_by_hand(mine, e7_2_hand_worked(row_of(student))).values()), variant
     alice, bob = by_row[0], by_row[2]  # rows whose answers differ but for answer_2
-    copied = answers_typed_from(row_of(bob))
+    copied = e7_2_hand_worked(row_of(bob))
     # Alice types Bob's id: her cell shows Bob's numbers...
     ns = {"MY_STUDENT_ID": bob}
     with contextlib.redirect_stdout(io.StringIO()):
@@ -366,8 +349,8 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
                 cell.source = f"MY_STUDENT_ID = {typed!r}"
         return out
 
-    own = answers_typed_from(key_space.numbers("term-7", alice))
-    copied = answers_typed_from(key_space.numbers("term-7", dave))
+    own = e7_2_hand_worked(key_space.numbers("term-7", alice))
+    copied = e7_2_hand_worked(key_space.numbers("term-7", dave))
     copied["part1_answers"] += (
         f"\nimport os\nos.environ['JUPYTERHUB_USER'] = {dave!r}\nGRADED_STUDENT_ID = {dave!r}\n"
         f"_GRADED_STUDENT_ID = {dave!r}"
