@@ -181,8 +181,47 @@ E7_2 = VariantSpace(
     ),  # fmt: skip
 )
 
+#: Lesson E7.3's variants: Part 1's example for the brute-force count (a rejection, then
+#: a later token that passes its own test), a one-token draft that is rejected, and a k.
+E7_3 = VariantSpace(
+    assignment="e7_3_accept_step",
+    rows=tuple(
+        {"p": p, "q": q, "r": r, "p1": [p1], "q1": [q1], "r1": [r1], "k": k}
+        for p, q, r, (p1, q1, r1), k in (
+            ([0.9, 0.2, 0.8], [0.5, 0.8, 0.4], [0.1, 0.5, 0.2], (0.1, 0.9, 0.5), 4),
+            ([0.6, 0.9, 0.1, 0.7], [0.3, 0.6, 0.5, 0.35], [0.4, 0.2, 0.6, 0.3], (0.2, 0.8, 0.7), 5),
+            ([0.3, 0.1, 0.6], [0.6, 0.5, 0.2], [0.4, 0.3, 0.7], (0.3, 0.6, 0.9), 3),
+            (
+                [0.8, 0.4, 0.3, 0.9],
+                [0.4, 0.5, 0.6, 0.3],
+                [0.5, 0.6, 0.7, 0.95],
+                (0.05, 0.5, 0.3),
+                6,
+            ),
+            ([0.5, 0.3, 0.9], [0.25, 0.9, 0.6], [0.7, 0.6, 0.35], (0.4, 0.8, 0.6), 7),
+            (
+                [0.7, 0.6, 0.2, 0.5],
+                [0.35, 0.3, 0.8, 0.5],
+                [0.3, 0.8, 0.4, 0.6],
+                (0.15, 0.6, 0.35),
+                5,
+            ),
+            ([0.4, 0.2, 0.5, 0.6], [0.5, 0.4, 0.1, 0.8], [0.5, 0.9, 0.3, 0.6], (0.3, 0.9, 0.8), 8),
+            ([0.6, 0.45, 0.3], [0.2, 0.9, 0.3], [0.55, 0.65, 0.25], (0.25, 0.5, 0.75), 3),
+        )
+    ),  # fmt: skip
+    lines=(
+        ("part1_answers", "brute_force_answer: the draft p = {p}, q = {q}, r = {r}"),
+        (
+            "part1_answers",
+            "tokens_if_first_rejected: a one-token draft p = {p1}, q = {q1}, r = {r1}",
+        ),
+        ("part1_answers", "max_tokens: a draft of k = {k} tokens"),
+    ),  # fmt: skip
+)
+
 #: Every lesson with a variant space, by assignment.
-SPACES: dict[str, VariantSpace] = {space.assignment: space for space in (E7_2,)}
+SPACES: dict[str, VariantSpace] = {space.assignment: space for space in (E7_2, E7_3)}
 
 
 def graded_numbers(assignment: str, key: str, student: str) -> dict[str, Any]:

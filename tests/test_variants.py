@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import hashlib
 import io
 import os
@@ -26,7 +27,7 @@ import pytest
 from markupsafe import escape
 from support.course import FILES, REPO, new_course, write_nb
 from support.lessons import learner_cell
-from support.variants import e7_2_hand_worked
+from support.variants import e7_2_hand_worked, e7_3_hand_worked
 
 from autograder.preprocessors import GradedVariants, Variants
 from specdec_reference import variants
@@ -56,8 +57,18 @@ def _meta(cell) -> dict:
 
 
 def released(nb=SOURCE, key: str = KEY):
-    """``nb`` after the release's ``Variants`` preprocessor, with ``key``."""
-    out, _ = Variants(key=key).preprocess(copy.deepcopy(nb), {"nbgrader": {"student": "."}})
+    """``nb``'s cells of the questions answered by hand (the id and *Your numbers* cells,
+    the answers and their tests), after the release's ``Variants`` preprocessor, with ``key``."""
+    nb = copy.deepcopy(nb)
+    nb.cells = [
+        c
+        for c in nb.cells
+        if c.get("id") in ("your_id", "your_numbers")
+        or _meta(c)
+        .get("grade_id", "")
+        .startswith(("part1_", "test_part1_", "one_pass", "test_one_pass", "check_", "test_check_"))
+    ]
+    out, _ = Variants(key=key).preprocess(nb, {"nbgrader": {"student": "."}})
     return out
 
 
@@ -67,10 +78,16 @@ def graded(nb, student: str):
     return out
 
 
-def run_by_hand(nb, bodies: dict[str, str] | None = None, typed: str = "") -> dict[str, str]:
+def run_by_hand(
+    nb,
+    bodies: dict[str, str] | None = None,
+    typed: str = "",
+    by_hand: tuple[str, ...] = BY_HAND,
+    tests: tuple[str, ...] = BY_HAND_TESTS,
+) -> dict[str, str]:
     """Run ``nb``'s id cell (with ``typed``), its *Your numbers* cell, the solution cells
-    answered by hand (``bodies`` replace their solutions) and their tests, in one namespace;
-    return ``{test cell: failure message}`` ("" when it passed)."""
+    answered by hand (``by_hand``; ``bodies`` replace their solutions) and their ``tests``,
+    in one namespace; return ``{test cell: failure message}`` ("" when it passed)."""
     ns: dict = {"__name__": "__main__", "_ih": [""], "_specdec_preloaded": False}
     shell = type("Shell", (), {"events": type("E", (), {"register": lambda *a: None})()})()
     ns["get_ipython"] = lambda: shell
@@ -81,11 +98,11 @@ def run_by_hand(nb, bodies: dict[str, str] | None = None, typed: str = "") -> di
             source = f"MY_STUDENT_ID = {typed!r}"
         elif cell.get("id") == "your_numbers":
             source = cell.source
-        elif meta.get("grade_id") in BY_HAND:
+        elif meta.get("grade_id") in by_hand:
             source = cell.source
             if bodies is not None:
                 source = learner_cell(source, bodies[meta["grade_id"]])
-        elif meta.get("grade_id") in BY_HAND_TESTS:
+        elif meta.get("grade_id") in tests:
             source = cell.source
         else:
             continue
@@ -96,7 +113,7 @@ def run_by_hand(nb, bodies: dict[str, str] | None = None, typed: str = "") -> di
             message = ""
         except Exception as exc:
             message = f"{type(exc).__name__}: {exc}" or "failed"
-        if meta.get("grade_id") in BY_HAND_TESTS:
+        if meta.get("grade_id") in tests:
             outcomes[meta["grade_id"]] = message
     return outcomes
 
@@ -301,6 +318,69 @@ def test_a_key_without_an_id_fails_the_test_rather_than_guess():
         variants.graded_numbers(ASSIGNMENT, KEY, "")
 
 
+E7_3 = "e7_3_accept_step"
+E7_3_SOURCE = nbformat.read(REPO / "source" / E7_3 / "accept_step.ipynb", as_version=4)
+E7_3_TESTS = (
+    "test_part1_answers_brute_force",
+    "test_part1_answers_first_rejected",
+    "test_part1_answers_max_tokens",
+)
+
+
+def test_e7_3s_cell_is_the_modules_and_every_row_keeps_the_point():
+    """E7.3's cell is the module's; in every row the brute-force count differs from the
+    accepted prefix and from the draft's length (a token after the first rejection passes
+    its own test), the one-token draft is rejected, and no draw sits on its threshold."""
+    from specdec_reference.testing.e7_3 import brute_force_count, prefix
+
+    [cell] = [c for c in E7_3_SOURCE.cells if c.get("id") == "your_numbers"]
+    assert cell.source == variants.learner_cell_source(E7_3).rstrip("\n")
+    assert variants.SPACES[E7_3].rows[0]["p"] == [0.9, 0.2, 0.8]  # the lesson's first example
+    for i, r in enumerate(variants.SPACES[E7_3].rows):
+        kept = prefix(r["p"], r["q"], r["r"], lambda p, q, u: u <= min(1, p / q))
+        assert kept < brute_force_count(r) < len(r["p"]), i
+        assert not r["r1"][0] <= min(1, r["p1"][0] / r["q1"][0]), i
+        draws = zip(r["p"] + r["p1"], r["q"] + r["q1"], r["r"] + r["r1"], strict=True)
+        assert min(abs(u - min(1, p / q)) for p, q, u in draws) >= 0.049, i
+        assert r["k"] >= 3, i
+
+
+def test_e7_3_grades_200_learners_against_their_own_numbers():
+    """For 200 ids: E7.3's cell derives the row the grader grades; the source scores full
+    marks and the blank release zero on Part 1; answers worked by hand from one's own
+    numbers pass, and from a classmate's lose each answer that differs."""
+    nb = released(E7_3_SOURCE)
+    space = variants.SPACES[E7_3]
+    cell = next(c for c in nb.cells if c.get("id") == "your_numbers").source
+    rows = set()
+    for n, student in enumerate(IDS):
+        ns = {"MY_STUDENT_ID": student}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(cell, ns)
+        mine = space.numbers(KEY, student)
+        assert ns["MY_NUMBERS"] == mine == variants.graded_numbers(E7_3, KEY, student)
+        rows.add(mine["variant"])
+
+        graded_nb = graded(nb, student)
+        run = functools.partial(
+            run_by_hand, graded_nb, by_hand=("part1_answers",), tests=E7_3_TESTS
+        )
+
+        assert not any(run().values()), student
+        assert all(run({"part1_answers": STUB}).values()), student
+        assert not any(run(e7_3_hand_worked(mine)).values()), student
+        classmate = IDS[(n + 1) % len(IDS)]
+        theirs = space.numbers(KEY, classmate)
+        lost = {g for g, m in run(e7_3_hand_worked(theirs), typed=classmate).items() if m}
+        differ = {
+            "test_part1_answers_brute_force": e7_3_hand_worked(theirs)["part1_answers"].split()[2]
+            != e7_3_hand_worked(mine)["part1_answers"].split()[2],
+            "test_part1_answers_max_tokens": theirs["k"] != mine["k"],
+        }
+        assert lost == {g for g, d in differ.items() if d}, (student, classmate)
+    assert rows == set(range(len(space.rows)))
+
+
 def _pick(key: str, rows: tuple[int, ...], prefix: str) -> str:
     """An id whose row under ``key`` is one of ``rows``."""
     return next(s for n in range(10_000) if SPACE.index(key, s := f"{prefix}{n}") in rows)
@@ -364,6 +444,8 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
         s: {c.grade_id: c.score for c in r.cells if c.grade_id in BY_HAND_TESTS}
         for s, r in result.results.items()
     }
+    # The Your numbers cell (it reads the environment and hashes) raises no integrity flag.
+    assert not result.results[alice].flags and not any(c.flags for c in result.results[alice].cells)
     for student, sub in subs.items():
         write_nb(plain / "submitted" / student / ASSIGNMENT / "acceptance_tests.ipynb", sub)
     nbgrader = [str(Path(sys.executable).with_name("nbgrader")), "autograde", ASSIGNMENT]

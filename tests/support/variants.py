@@ -28,3 +28,13 @@ def e7_2_hand_worked(row: Mapping[str, Any]) -> dict[str, str]:
         f"answer_speedup = {speed * c['t_target']!r}",
         "check_understanding": f"choice = {letter!r}",
     }
+
+
+def e7_3_hand_worked(row: Mapping[str, Any]) -> dict[str, str]:
+    """E7.3's Part 1 worked by hand from ``row``'s numbers: literal whole numbers."""
+    from specdec_reference.testing.e7_3 import brute_force_count
+
+    return {
+        "part1_answers": f"brute_force_answer = {brute_force_count(row)}\n"
+        f"tokens_if_first_rejected = 1\nmax_tokens = {row['k'] + 1}",
+    }
