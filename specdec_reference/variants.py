@@ -3,7 +3,8 @@
 A lesson that declares a variant space here gives every learner one row of its table:
 the row is chosen by SHA-256 of the course's variant key, the assignment and the
 learner's folded id (:func:`variant_index`).  Without a key every learner gets row 0,
-the numbers the lesson prints.  The same derivation runs in two places:
+the numbers the lesson printed before it had variants; with one, another row.  The same
+derivation runs in two places:
 
 * in the learner's notebook, as the code of the lesson's *Your numbers* cell, which
   :func:`learner_cell_source` writes (the cell needs no package: learners do not have
@@ -49,12 +50,15 @@ def fold_id(student: str) -> str:
 def variant_index(key: str, assignment: str, student: str, size: int) -> int:
     """Return the row (0 to ``size - 1``) of ``student`` in ``assignment`` under ``key``.
 
-    Row 0 when ``key`` is empty: every learner then gets the lesson's printed numbers.
+    Row 0, the numbers the lesson printed before it had variants, when ``key`` is empty:
+    every learner then gets it.  With a key, one of the other rows: the prose may work
+    row 0's example through, so no keyed learner gets numbers answered on the page.
     """
     if not key:
         return 0
     text = "\n".join((key, assignment, fold_id(student)))
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") % size
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return 1 + int.from_bytes(digest[:8], "big") % (size - 1)
 
 
 @dataclass(frozen=True)
@@ -258,7 +262,8 @@ def _row(student):
     if not {key_name}:
         return 0
     text = "\\n".join(({key_name}, {assignment!r}, _fold(student)))
-    return int.from_bytes(_hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") % len(_ROWS)
+    digest = _hashlib.sha256(text.encode("utf-8")).digest()
+    return 1 + int.from_bytes(digest[:8], "big") % (len(_ROWS) - 1)
 
 
 _who = ({student_name} or str(globals().get("{typed_name}", "")).strip()
