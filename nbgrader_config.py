@@ -4,6 +4,8 @@ Plain nbgrader commands (``nbgrader generate_assignment``, ``nbgrader autograde`
 work on this course as they are; ``specdec-course`` reads the same file.
 """
 
+from nbgrader.converters import Autograde, GenerateAssignment
+
 c = get_config()  # noqa: F821  (injected by traitlets when nbgrader loads this file)
 
 c.CourseDirectory.course_id = "specdec-e7"
@@ -48,3 +50,19 @@ c.Execute.extra_arguments = [
 # Keep autograded notebooks (and so feedback) small even when a submission floods output.
 c.LimitOutput.max_lines = 200
 c.LimitOutput.max_traceback = 50
+
+# Each learner's own numbers for the questions answered by hand: a hash of this key, the
+# assignment and the learner's id picks them. Empty: everyone gets the lesson's printed
+# numbers. Set it before releasing; a new key (each term, say) needs a new release.
+c.Variants.key = ""
+# The release gets the key, and the hidden tests the id of the student graded (the folder
+# nbgrader grades, submitted/<id>/). specdec-course builds its own pipeline; these lines
+# are for plain nbgrader.
+c.GenerateAssignment.preprocessors = [
+    "autograder.preprocessors.variants.Variants",
+    *GenerateAssignment.class_traits()["preprocessors"].default(),
+]
+c.Autograde.autograde_preprocessors = [
+    "autograder.preprocessors.variants.GradedVariants",
+    *Autograde.class_traits()["autograde_preprocessors"].default(),
+]

@@ -38,7 +38,9 @@ The hidden tests of the course score learners against these functions.
   priced by the roofline at a batch (``batch_step_time``, ``speculative_speedup``,
   ``should_speculate``, ``break_even_batch``, and with each sequence's key-value cache
   ``cached_step_time``, ``cached_break_even_batch``, ``max_batch_in_memory``;
-  ``adaptive_k``).
+  ``adaptive_k``);
+- :mod:`~specdec_reference.variants`: each learner's own numbers for the questions
+  answered by hand (``graded_numbers``, the lessons' tables, ``learner_cell_source``).
 
 The hidden tests' helpers are not part of it: they live in
 :mod:`~specdec_reference.testing`, as ``numpy.testing`` lives beside numpy.

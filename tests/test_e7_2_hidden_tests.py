@@ -17,7 +17,7 @@ import textwrap
 import pytest
 from support.lessons import Lesson, Outcome, failing
 
-LESSON = Lesson("e7_2_acceptance_tests", support_cells={"imports"})
+LESSON = Lesson("e7_2_acceptance_tests", support_cells={"imports", "your_id", "your_numbers"})
 SOURCE_NB = LESSON.source_nb
 TEST_CELLS = LESSON.test_cells
 POINTS = LESSON.points
@@ -779,19 +779,21 @@ def test_the_chapter_context_derives_why_verification_is_cheap():
     )
 
 
-def test_part_3_shows_the_draft_the_tests_grade():
-    """One set of numbers: the table in the notebook is testing.e7_2's DRAFT."""
+def test_the_printed_numbers_are_the_ones_the_tests_grade_without_a_key():
+    """One set of numbers: without a variant key every learner gets row 0 of the lesson's
+    variant table, which is testing.e7_2's draft and Part 3 speed question."""
+    from specdec_reference import variants
     from specdec_reference.testing import e7_2
 
+    row = variants.graded_numbers("e7_2_acceptance_tests", "", "")
+    assert row["variant"] == 0
+    assert (row["trace_q"], row["trace_p"], row["trace_r"]) == tuple(
+        list(x) for x in (e7_2.DRAFT_Q, e7_2.DRAFT_P, e7_2.DRAFT_R)
+    )
+    assert e7_2.speed.part3_numbers(row) == e7_2.PART3
+    # The Part 3 text asks for the learner's own numbers and prints none of its own.
     text = _markdown("part3")
-    for i, token in enumerate(e7_2.DRAFT):
-        row = (
-            f'| {i + 1} | `"{token}"` | {e7_2.DRAFT_Q[i]} | {e7_2.DRAFT_P[i]} | {e7_2.DRAFT_R[i]} |'
-        )
-        assert row in text, row
-    # No uniform draw sits on its threshold, so < and <= trace the same.
-    for p, q, r in zip(e7_2.DRAFT_P, e7_2.DRAFT_Q, e7_2.DRAFT_R, strict=True):
-        assert r != min(1.0, p / q)
+    assert "Your numbers above give" in text and "|" not in text
 
 
 def test_the_chapter_numbers_follow_from_its_timings():

@@ -19,7 +19,9 @@ from support.lessons import Lesson, failing
 
 #: Ungraded cells that a visible test relies on (the toy models of Part 5) or that every
 #: learner runs first; plots and demonstrations are skipped.
-LESSON = Lesson("e7_3_accept_step", support_cells={"code-setup", "code-greedy-demo"})
+LESSON = Lesson(
+    "e7_3_accept_step", support_cells={"code-setup", "code-greedy-demo", "your_id", "your_numbers"}
+)
 SCENARIOS = LESSON.scenarios
 EXPECTED = LESSON.expected
 REFERENCE_BODIES = LESSON.reference_bodies

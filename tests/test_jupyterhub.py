@@ -8,11 +8,15 @@ an instructor (``tests/support/hub.py``).  The loop is the course's:
 1. the instructor releases E7.2 to the exchange (``nbgrader release_assignment``);
 2. learner 1 logs in, fetches it in the Assignments panel, fills it in correctly,
    validates and submits;
+   with a variant key in the course, learner 1's numbers are their own: the *Your
+   numbers* cell shows them for the hub user, and learner 1 types answers worked by hand
+   from them;
 3. the instructor sets a due date in the gradebook, and learner 2 submits a version
    with a mistake after it, so that nbgrader's own submission time makes it late;
 4. the instructor collects, grades in place with ``specdec-course grade`` and releases
    the feedback;
-5. each learner fetches the feedback in the panel and opens it.
+5. each learner fetches the feedback in the panel and opens it; learner 1's shows their
+   own numbers beside their answers.
 
 The instructor is the hub's administrator; their commands run on the command line, as
 root, in the course folder, with this environment's ``nbgrader`` and ``specdec-course``
@@ -53,8 +57,10 @@ from support.browser import (
 from support.course import FILES, REPO, autograded_expectations, sandbox_available
 from support.hub import HubClass, hub_class
 from support.lessons import Lesson
+from support.variants import e7_2_hand_worked
 
 from autograder.export import export
+from specdec_reference import variants
 
 pytestmark = [pytest.mark.hub, pytest.mark.browser, pytest.mark.kernel]
 
@@ -70,6 +76,8 @@ SCREENSHOTS = REPO / "reports" / "screenshots"
 SPAWN_TIMEOUT_MS = 180_000  # log in, spawn the server, load JupyterLab: two busy cores
 PANEL_TIMEOUT_MS = 120_000  # an exchange action of the Assignments panel
 SUCCESS = "Success! Your notebook passes all the tests."
+#: The course's variant key: each learner works numbers of their own.
+VARIANT_KEY = "hub-term"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -201,8 +209,15 @@ def klass():
 def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
     one, two = klass.learners
     course = klass.course
+    config = course / "nbgrader_config.py"
+    config.write_text(
+        config.read_text().replace('c.Variants.key = ""', f'c.Variants.key = "{VARIANT_KEY}"')
+    )
     source = course / "source" / ASSIGNMENT / f"{NOTEBOOK}.ipynb"
     correct = solution_sources(source)
+    # Learner 1 works the questions by hand, from the numbers of their own id.
+    own = variants.graded_numbers(ASSIGNMENT, VARIANT_KEY, one.name)
+    correct.update(e7_2_hand_worked(own))
     sample = nbformat.read(FILES / ASSIGNMENT / "submissions" / f"{MISTAKE}.ipynb", as_version=4)
     buggy = {
         c.metadata["nbgrader"]["grade_id"]: c.source
@@ -266,6 +281,18 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
             answer = "Acceptance emits min(p, q) and a rejection adds max(0, p - q): in all, p."
             written = dict.fromkeys(Lesson(ASSIGNMENT).written_points, answer)
             nbp = type_answers(page, server, {**correct, **written})
+            # The Your numbers cell takes the hub user's id: learner 1's own numbers.
+            # (its code is collapsed: run it from the id cell above, as a learner would)
+            numbers = nbp.index_of("your_numbers")
+            nbp.prompt(numbers - 1).click()
+            page.keyboard.press("Shift+Enter")
+            page.keyboard.press("Control+Enter")
+            output = nbp.cell(numbers).locator(".jp-OutputArea")
+            expect(output).to_contain_text(f"variant {own['variant']}, for {one.name}")
+            expect(output).to_contain_text(variants.E7_2.describe(own)[0])
+            output.scroll_into_view_if_needed()
+            screenshot(page, "2b-learner1-own-numbers")
+            nbp.save()
             dialog = nbp.validate()
             expect(dialog.locator(".validation-success")).to_contain_text(SUCCESS)
             screenshot(page, "3-learner1-validated")
@@ -316,7 +343,12 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
             rows = {
                 r["student"]: r for r in read_rows(course / "reports" / ASSIGNMENT / "grades.csv")
             }
-            assert {s: float(r["score"]) for s, r in rows.items()} == expected
+            lost = [
+                (c["student"], c["grade_id"], c["status"])
+                for c in read_rows(course / "reports" / ASSIGNMENT / "cells.csv")
+                if float(c["score"]) < float(c["max_score"])
+            ]
+            assert {s: float(r["score"]) for s, r in rows.items()} == expected, lost
             # Late by nbgrader's own reckoning (the gradebook), and in the course's export.
             with Gradebook(f"sqlite:///{course / 'gradebook.db'}", COURSE_ID) as gb:
                 late = {s: gb.find_submission(ASSIGNMENT, s).total_seconds_late for s in rows}
@@ -348,6 +380,8 @@ def test_a_class_goes_round_the_loop_on_a_real_jupyterhub(klass):
             frame.get_by_text(MISTAKE_NAMED).first.scroll_into_view_if_needed()
             screenshot(pages[two.name], "learner2-feedback-names-the-mistake")
             assert MISTAKE_NAMED not in shown[one.name]
+            assert "Your numbers" in shown[one.name]
+            assert variants.E7_2.describe(own, "part1_answers")[0] in shown[one.name]
             # The written answer's points wait for the instructor, answered or not.
             by_hand = sum(Lesson(ASSIGNMENT).written_points.values())
             total = expected[one.name] + by_hand

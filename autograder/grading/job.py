@@ -41,7 +41,13 @@ from autograder.grading.scratch_db import scratch_url
 from autograder.grading.spare import SpareKernels
 from autograder.grading.template import template_imports, template_test_cells
 from autograder.intake.validate import readable_notebook
-from autograder.preprocessors import CheckCellMetadata, CollectProbes, GuardedExecute, InsertProbes
+from autograder.preprocessors import (
+    CheckCellMetadata,
+    CollectProbes,
+    GradedVariants,
+    GuardedExecute,
+    InsertProbes,
+)
 
 #: The student id inside a job's scratch course.  The real id stays with the parent, and
 #: the kernel's working directory is known before the job arrives (see ``spare``).
@@ -181,6 +187,7 @@ def _run(
     (submitted / f"{spec.notebook}.ipynb").write_bytes(job.data)
     if config is None:
         config, _ = _configure(spec, job_dir, spares)
+    config.GradedVariants.student_id = job.student  # the intake's id, not the scratch one
 
     os.environ[JOB_MARKER] = marker
     try:
@@ -250,7 +257,10 @@ def _configure(spec: RunSpec, job_dir: Path, spares: SpareKernels) -> tuple[Conf
     # Only an error fails a test cell here: stderr output (a warning) does not, and a
     # number a test cell happens to display is not read as partial credit.
     ours = {"Execute": GuardedExecute, "CheckCellMetadata": CheckCellMetadata}
-    preprocessors = [ours.get(p.__name__, p) for p in _default_preprocessors("autograde")]
+    preprocessors = [
+        GradedVariants,
+        *(ours.get(p.__name__, p) for p in _default_preprocessors("autograde")),
+    ]
     config.Autograde.sanitize_preprocessors = [
         ours.get(p.__name__, p) for p in _default_preprocessors("sanitize")
     ]

@@ -1,5 +1,8 @@
 """The grader's nbgrader preprocessors, one per module, in the order they run.
 
+* :mod:`~autograder.preprocessors.variants`: ``Variants`` (``generate_assignment``) and
+  ``GradedVariants`` (first in ``autograde``), the course's variant key and the student's
+  id in a lesson's locked cells;
 * :mod:`~autograder.preprocessors.insert_probes`: ``InsertProbes``, before execution;
 * :mod:`~autograder.preprocessors.guarded_execute`: ``GuardedExecute``, nbgrader's
   ``Execute`` hardened for untrusted kernels;
@@ -14,5 +17,13 @@ from autograder.preprocessors.check_cell_metadata import CheckCellMetadata
 from autograder.preprocessors.collect_probes import CollectProbes
 from autograder.preprocessors.guarded_execute import GuardedExecute
 from autograder.preprocessors.insert_probes import InsertProbes
+from autograder.preprocessors.variants import GradedVariants, Variants
 
-__all__ = ["CheckCellMetadata", "CollectProbes", "GuardedExecute", "InsertProbes"]
+__all__ = [
+    "CheckCellMetadata",
+    "CollectProbes",
+    "GradedVariants",
+    "GuardedExecute",
+    "InsertProbes",
+    "Variants",
+]

@@ -52,6 +52,7 @@ from autograder.render.page import (
     release_notebooks,
     render_page,
 )
+from autograder.render.variant_numbers import release_variants
 
 CELL_STATUS = MappingProxyType(
     {
@@ -190,7 +191,13 @@ def render_feedback(
         "page_score": points(sum(t.score for t in tests)),
         "page_max": points(sum(t.max_score for t in tests)),
         "multi": bool(elsewhere),
-        "blocks": _blocks(release_nb, submitted_nb, {t.grade_id: t for t in tests}, result.comments)
+        "blocks": _blocks(
+            release_nb,
+            submitted_nb,
+            {t.grade_id: t for t in tests},
+            result.comments,
+            _own_numbers(result, release_nb),
+        )
         if submitted_nb is not None
         else [],
     }
@@ -226,6 +233,7 @@ class Block:
     label: str = ""
     test: TestRow | None = None
     comment: str = ""  #: the grader's comment on the cell (answers only, as in nbgrader)
+    numbers: str = ""  #: the learner's own numbers for the answer's questions, if any
 
 
 def _test_row(grade_id: str, cell: CellResult | None, points: Any) -> TestRow:
@@ -250,14 +258,30 @@ def _test_row(grade_id: str, cell: CellResult | None, points: Any) -> TestRow:
     return row
 
 
+def _own_numbers(result: SubmissionResult, release_nb: NotebookNode) -> dict[str, str]:
+    """The student's numbers for each answer whose questions have their own, as the hidden
+    tests used them (``{solution grade_id: text}``)."""
+    variants = release_variants(result.assignment, [release_nb])
+    if variants is None:
+        return {}
+    by_answer = {}
+    for cell in release_nb.cells:
+        gid = nbgrader_meta(cell).get("grade_id")
+        lines = variants.numbers(result.student, gid) if gid else []
+        if lines:
+            by_answer[gid] = "\n".join(lines)
+    return by_answer
+
+
 def _blocks(
     release_nb: NotebookNode,
     submitted_nb: NotebookNode,
     tests: dict[str, TestRow],
     comments: dict[str, str],
+    numbers: dict[str, str],
 ) -> list[Block]:
     """Walk the release notebook, merging in the learner's cells and, at each answer, the
-    grader's comment on it."""
+    grader's comment on it and the learner's own numbers for its questions."""
     matches, added = _align(release_nb.cells, submitted_nb.cells)
     blocks = [_added_block(cell) for cell in added.get(-1, [])]
     for index, cell in enumerate(release_nb.cells):
@@ -272,7 +296,9 @@ def _blocks(
                 blocks.append(Block("removed", label=gid or "answer", test=score, comment=said))
             else:
                 html = _learner_source(mine)
-                blocks.append(Block("answer", html, gid or "answer", score, said))
+                blocks.append(
+                    Block("answer", html, gid or "answer", score, said, numbers.get(gid, ""))
+                )
         elif score is not None:
             # A test cell: the release source (never the submitted or instructor one).
             blocks.append(Block("test", _code(_strip_hidden(cell.source)), gid, score))

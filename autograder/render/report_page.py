@@ -46,6 +46,7 @@ from autograder.render.page import (
     release_notebooks,
     render_page,
 )
+from autograder.render.variant_numbers import numbered_tests, release_variants
 
 #: How many groups of failure messages the report lists.
 TOP_MESSAGES = 15
@@ -59,11 +60,16 @@ def write_report(course: Path, assignment: str) -> Path:
     check_assignment(course, assignment)
     results = load_results(course, assignment)
     out = course / "reports" / assignment / "report.html"
+    releases = list(release_notebooks(course, assignment).values())
+    variants = release_variants(assignment, releases)
+    keyed = variants is not None and bool(variants.key)
     html = render_report(
         assignment,
         results,
         cell_order=_release_order(course, assignment),
         feedback_links=_feedback_links(course, assignment, results, out.parent),
+        variant_of={s: variants.of(s) for s in results} if keyed else None,
+        variant_cells=numbered_tests(variants, releases) if keyed else None,
     )
     write_atomic(out, html)
     return out
@@ -75,11 +81,15 @@ def render_report(
     *,
     cell_order: list[str] | None = None,
     feedback_links: dict[str, str] | None = None,
+    variant_of: dict[str, int] | None = None,
+    variant_cells: list[str] | None = None,
 ) -> str:
     """Return the report page for ``results`` (student id -> result).
 
     ``cell_order`` lists test grade_ids in notebook order (default: order of first appearance);
-    ``feedback_links`` maps a student to the relative URL of their feedback page.
+    ``feedback_links`` maps a student to the relative URL of their feedback page;
+    ``variant_of`` maps a student to the variant of their numbers, and ``variant_cells``
+    are the tests that grade those numbers: the report then groups the class by variant.
     """
     students = [replace(results[s], student=s) for s in sorted(results)]
     links = feedback_links or {}
@@ -116,8 +126,44 @@ def render_report(
         "problems": problems,
         "rows": [Problem.of(r, links.get(r.student)) for r in students],
         "waiting": _waiting(students, links, cell_order or []),
+        "variant_cells": variant_cells or [],
+        "by_variant": _by_variant(students, variant_of, variant_cells or [])
+        if variant_of is not None
+        else [],
     }
     return render_page("report.html.j2", page)
+
+
+@dataclass
+class VariantRow:
+    """How the students of one variant did: their mean score and, for each test of the
+    numbers, its pass rate."""
+
+    variant: int
+    students: int
+    mean: str
+    rates: list[CellStats]
+
+
+def _by_variant(
+    students: list[SubmissionResult], variant_of: dict[str, int], cells: list[str]
+) -> list[VariantRow]:
+    groups: dict[int, list[SubmissionResult]] = {}
+    for r in students:
+        if r.student in variant_of:
+            groups.setdefault(variant_of[r.student], []).append(r)
+    rows = []
+    for variant, group in sorted(groups.items()):
+        stats = {c.grade_id: c for c in _cell_stats(group, cells)}
+        rows.append(
+            VariantRow(
+                variant,
+                len(group),
+                points(statistics.fmean(r.score for r in group)),
+                [stats.get(gid, CellStats(gid)) for gid in cells],
+            )
+        )
+    return rows
 
 
 # ----------------------------------------------------------------------------------------

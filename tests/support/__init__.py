@@ -19,4 +19,6 @@ fixtures built from these.
     the hub with its proxy, and the learners' single-user servers.
 ``lms``
     LMS downloads and grade sheets built from each LMS's own naming and import rules.
+``variants``
+    What a learner who works their own numbers by hand types, for lessons with variants.
 """

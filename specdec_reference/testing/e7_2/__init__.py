@@ -7,6 +7,8 @@ mistake.  The lesson's data (the traced draft, the chapter's timings) live here 
 notebook's text, its hidden tests and this project's tests use the same numbers.  The
 notebook's hidden cells import this package as ``_e72``.
 
+- :mod:`.by_hand`: Part 1 and *Check your understanding*, for the learner's own numbers
+  (:func:`check_part1`, :func:`check_choice`, :func:`choice_options`);
 - :mod:`.simulation`: Part 2, ``empirical_acceptance`` (:func:`check_simulates_propose_and_test`:
   the estimate follows ``propose_and_test``, or is a bit-exact simulation in a documented
   draw order; :func:`check_seeded_simulation`) and ``propose_and_test``
@@ -25,6 +27,7 @@ notebook's hidden cells import this package as ``_e72``.
 The comparisons use plain Python arithmetic, as the rest of :mod:`specdec_reference.testing` does.
 """
 
+from .by_hand import check_choice, check_part1, choice_options
 from .simulation import (
     check_seeded_simulation,
     check_simulates_propose_and_test,
@@ -51,6 +54,9 @@ from .verification import (
 )
 
 __all__ = [
+    "check_choice",
+    "check_part1",
+    "choice_options",
     "CHAPTER",
     "PART3",
     "DRAFT",

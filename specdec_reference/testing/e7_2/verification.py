@@ -45,16 +45,25 @@ def trace(thresholds: Sequence[float], r: Sequence[float], *, stop: bool = True)
     return kept
 
 
-def _rule() -> list[float]:
-    return [accept_prob(p, q) for p, q in zip(DRAFT_P, DRAFT_Q, strict=True)]
+def _draft(numbers: Mapping[str, Any] | None) -> tuple[Sequence[float], ...]:
+    """The traced draft's q_i, p_i and r_i: the lesson's, or a learner's own ``numbers``."""
+    if numbers is None:
+        return DRAFT_Q, DRAFT_P, DRAFT_R
+    return numbers["trace_q"], numbers["trace_p"], numbers["trace_r"]
 
 
-def _inverted() -> list[float]:
-    return [min(1.0, q / p) for p, q in zip(DRAFT_P, DRAFT_Q, strict=True)]
+def _rule(numbers: Mapping[str, Any] | None = None) -> list[float]:
+    draft_q, draft_p, _ = _draft(numbers)
+    return [accept_prob(p, q) for p, q in zip(draft_p, draft_q, strict=True)]
 
 
-def _accepted() -> list[str]:
-    return [DRAFT[i] for i in trace(_rule(), DRAFT_R)]
+def _inverted(numbers: Mapping[str, Any] | None = None) -> list[float]:
+    draft_q, draft_p, _ = _draft(numbers)
+    return [min(1.0, q / p) for p, q in zip(draft_p, draft_q, strict=True)]
+
+
+def _accepted(numbers: Mapping[str, Any] | None = None) -> list[str]:
+    return [DRAFT[i] for i in trace(_rule(numbers), _draft(numbers)[2])]
 
 
 def _tokens_of(value: Any, name: str) -> list[str]:
@@ -90,26 +99,30 @@ def _learner_prefix(namespace: Mapping[str, Any]) -> int | None:
     return len(words) if words == list(DRAFT[: len(words)]) else None
 
 
-def check_accepted_tokens(namespace: Mapping[str, Any]) -> None:
-    """Fail unless ``accepted_tokens`` lists the drafted tokens the pass keeps, in order."""
+def check_accepted_tokens(
+    namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> None:
+    """Fail unless ``accepted_tokens`` lists the drafted tokens the pass keeps, in order
+    (for the lesson's draft, or the learner's own ``numbers``)."""
     value = checks.require_defined(namespace, "accepted_tokens", "the Part 3 answers cell")
     words = _tokens_of(value, "accepted_tokens")
-    want = _accepted()
+    want = _accepted(numbers)
     if words == want:
         return
-    rule = _rule()
+    rule = _rule(numbers)
+    draft_q, draft_p, draft_r = _draft(numbers)
     mistakes = {
         "keeping the drafted tokens after the first rejection": (
-            [DRAFT[i] for i in trace(rule, DRAFT_R, stop=False)],
+            [DRAFT[i] for i in trace(rule, draft_r, stop=False)],
             "verification stops at the first rejection; a later token continues a prefix "
             "the target has cut, so it is discarded whatever its ratio",
         ),
         "accepting on the raw target probability p_i": (
-            [DRAFT[i] for i in trace(DRAFT_P, DRAFT_R)],
+            [DRAFT[i] for i in trace(draft_p, draft_r)],
             "accept when r_i < min(1, p_i / q_i), not r_i < p_i",
         ),
         "the inverted ratio q_i / p_i": (
-            [DRAFT[i] for i in trace(_inverted(), DRAFT_R)],
+            [DRAFT[i] for i in trace(_inverted(numbers), draft_r)],
             "divide the target's probability by the draft's",
         ),
         "accepting every drafted token": (list(DRAFT), "compare each r_i with min(1, p_i / q_i)"),
@@ -128,10 +141,12 @@ def _hint(observed: Any, mistakes: Mapping[str, tuple[Any, str]]) -> str:
     return " That is " + " or ".join(f"{name} ({advice})" for name, advice in hits) + "."
 
 
-def check_stop_position(namespace: Mapping[str, Any]) -> None:
+def check_stop_position(
+    namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless ``stop_position`` is where verification stops (1-based), or consistent."""
     value = checks.require_defined(namespace, "stop_position", "the Part 3 answers cell")
-    kept = len(_accepted())
+    kept = len(_accepted(numbers))
     want = kept + 1 if kept < len(DRAFT) else None
     prefix = _learner_prefix(namespace)
     consistent = None if prefix is None or prefix == len(DRAFT) else prefix + 1
@@ -140,8 +155,8 @@ def check_stop_position(namespace: Mapping[str, Any]) -> None:
             return  # every token accepted, by the rule or by the learner's own trace
         raise AssertionError(
             f"stop_position is None (every token accepted), expected {want}: "
-            f"{DRAFT[want - 1]!r} is rejected, since r = {DRAFT_R[want - 1]} is not below "
-            f"min(1, p / q) = {_rule()[want - 1]:.4g}."
+            f"{DRAFT[want - 1]!r} is rejected, since r = {_draft(numbers)[2][want - 1]} is not "
+            f"below min(1, p / q) = {_rule(numbers)[want - 1]:.4g}."
         )
     position = checks.as_int(value, "stop_position")
     if position in (want, consistent):
@@ -161,11 +176,13 @@ def check_stop_position(namespace: Mapping[str, Any]) -> None:
     )
 
 
-def check_tokens_emitted(namespace: Mapping[str, Any]) -> None:
+def check_tokens_emitted(
+    namespace: Mapping[str, Any], numbers: Mapping[str, Any] | None = None
+) -> None:
     """Fail unless ``tokens_emitted`` is the accepted prefix plus the target's one token."""
     value = checks.require_defined(namespace, "tokens_emitted", "the Part 3 answers cell")
     count = checks.as_int(value, "tokens_emitted")
-    kept = len(_accepted())
+    kept = len(_accepted(numbers))
     want = kept + 1
     try:
         theirs = len(_tokens_of(namespace.get("accepted_tokens"), "accepted_tokens"))

@@ -6,6 +6,8 @@ learner's function as an argument, for instance
 ``AssertionError`` whose message names the call, the expected value and, when the
 wrong value matches one, the common mistake behind it.
 
+- :mod:`.by_hand`: Part 1, worked by hand, for the learner's own numbers
+  (``check_part1``, ``brute_force_count``);
 - :mod:`.accept`: ``spec_accept`` against the reference, its mistakes, clear drafts;
 - :mod:`.values`: a learner's vectors and token lists, random probability rows;
 - :mod:`.step`: ``speculative_step``'s whole output by simulation, other draw orders;
@@ -13,11 +15,14 @@ wrong value matches one, the common mistake behind it.
 """
 
 from .accept import check_spec_accept, clear_token, prefix, spec_accept_mistakes
+from .by_hand import brute_force_count, check_part1
 from .greedy import greedy_mistakes, plain_greedy, speculative_greedy
 from .step import check_step_distribution, prefix_length_probs, uniforms_first_step
 from .values import check_vector, floats, rows, tokens
 
 __all__ = [
+    "brute_force_count",
+    "check_part1",
     "check_spec_accept",
     "check_step_distribution",
     "check_vector",

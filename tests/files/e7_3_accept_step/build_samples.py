@@ -30,7 +30,7 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "part1_answers": """
             brute_force_answer = 2.0
             tokens_if_first_rejected = 1
-            max_tokens_k4 = 4 + 1
+            max_tokens = 4 + 1
             """,
         "spec_accept": """
             accepted = 0
@@ -86,7 +86,7 @@ SCENARIOS: dict[str, dict[str, str]] = {
         "part1_answers": """
             brute_force_answer = np.int64(2)
             tokens_if_first_rejected = np.float64(1.0)
-            max_tokens_k4 = np.int32(5)
+            max_tokens = np.int32(5)
             """,
         "spec_accept": """
             p, q, r = (np.asarray(a, dtype=float) for a in (p, q, r))
