@@ -7,6 +7,7 @@ and calls them, ``entry.py`` is the command's entry point (it starts the worker 
 forkserver before anything else is imported) and ``__main__.py`` runs it as
 ``python -m autograder``.  Beside them: ``course.py`` (the nbgrader course directory and
 its configuration), ``cells.py`` (what nbgrader's metadata says about one cell),
+``demonstrations.py`` (the cells the grader skips, by the source's marks),
 ``files.py`` (writing a file whole or not at all) and ``cluster.py`` (the Dask worker
 preload).
 

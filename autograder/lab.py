@@ -14,7 +14,8 @@ nbgrader's instructor panels (Create Assignment, Formgrader, Course List), the
 Assignments panel, which needs an exchange that a learner's own machine has not got (a
 course's JupyterHub serves it; see ``docs/jupyterhub.md``), and the Nbgrader menu that
 offers them.  Its ``labconfig/default_setting_overrides.json`` turns off the news and
-update pop-up.
+update pop-up.  Its ``nbgrader_config.json`` makes Validate skip the cells tagged as
+demonstrations (:data:`autograder.demonstrations.DEMO_TAG`), the cells the grader skips.
 """
 
 from __future__ import annotations

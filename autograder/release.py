@@ -6,8 +6,12 @@ folder, checked, and only then copied to ``release/<assignment>/``.  It is refus
 
 * anything leaks: solution or hidden-test markers, ``specdec_reference``, or a line of
   solution code, in a notebook or any text file beside it (Python files are refused);
+* a demonstration cell is marked so that skipping it could change a grade
+  (:func:`autograder.demonstrations.mark_problems`);
 * the source notebook does not autograde to full marks;
-* the release notebook does not autograde to zero on every autograded cell.
+* the release notebook does not autograde to zero on every autograded cell;
+* a cell's score of either depends on whether the demonstrations run: both are graded
+  twice, skipping them (as ``grade`` does) and running every cell.
 
 A written answer (nbgrader's "manually graded answer") is neither: only a person scores
 it, so the self-check leaves it out and says how many points it left to the graders.
@@ -33,6 +37,7 @@ from autograder.course import (
     nbgrader_api,
     scratch_dir,
 )
+from autograder.demonstrations import mark_problems, source_skipped_ids
 from autograder.files import write_atomic
 from autograder.grading.job import Job
 from autograder.grading.pool import run_jobs
@@ -142,6 +147,9 @@ def _stage(root: Path, assignment: str) -> _Stage:
         return stage
     mark_synced(root, assignment, source_hash(root, assignment), config)
     stage.problems += leak_problems(root / "source" / assignment, stage.generated)
+    for path in sorted((root / "source" / assignment).glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        stage.problems += [f"{path.name}: {p}" for p in mark_problems(cells)]
     return stage
 
 
@@ -253,8 +261,10 @@ def solution_lines(source: Path) -> set[str]:
 
 
 def _self_check(root: Path, stages: list[_Stage], sandbox: bool | None) -> None:
-    """Autograde each stage's source (full marks) and release (zero), in one worker pool;
-    what fails is added to the stage's problems."""
+    """Autograde each stage's source (full marks) and release (zero), in one worker pool,
+    skipping the demonstrations as ``grade`` does and, where a notebook has some, once
+    more running every cell (the same score in every cell); what fails is added to the
+    stage's problems."""
     if not stages:
         return
     if sandbox is None:
@@ -272,23 +282,56 @@ def _self_check(root: Path, stages: list[_Stage], sandbox: bool | None) -> None:
                 raise UsageError("multi-notebook assignments are not supported by the self-check")
             for path in released:
                 source_nb = root / "source" / assignment / path.name
+                both_ways = (False, True) if source_skipped_ids(source_nb) else (False,)
                 for student, nb_path in (("source-solution", source_nb), ("release-blank", path)):
-                    jobs.append(
-                        Job(
-                            assignment=assignment,
-                            student=student,
-                            notebook=path.stem,
-                            data=nb_path.read_bytes(),
-                            template=template,
-                            scratch_root=run_root,
-                            sandbox=sandbox,
+                    for run_demos in both_ways:
+                        jobs.append(
+                            Job(
+                                assignment=assignment,
+                                student=student,
+                                notebook=path.stem,
+                                data=nb_path.read_bytes(),
+                                template=template,
+                                scratch_root=run_root,
+                                sandbox=sandbox,
+                                run_demos=run_demos,
+                            )
                         )
-                    )
+        results: dict[tuple[str, str, str], dict[bool, SubmissionResult]] = {}
         for job, result in run_jobs(jobs, workers=2, hard_timeout=600):
             stage = by_assignment[job.assignment]
-            stage.problems += _check_problems(templates[job.assignment], stage.report, job, result)
+            results.setdefault((job.assignment, job.notebook, job.student), {})[job.run_demos] = (
+                result
+            )
+            if not job.run_demos:
+                stage.problems += _check_problems(
+                    templates[job.assignment], stage.report, job, result
+                )
+        for (assignment, notebook, student), ways in sorted(results.items()):
+            if len(ways) == 2:
+                by_assignment[assignment].problems += both_ways_problems(
+                    f"{notebook}.ipynb, {student}", ways[False], ways[True]
+                )
     finally:
         shutil.rmtree(run_root, ignore_errors=True)
+
+
+def both_ways_problems(
+    what: str, skipping: SubmissionResult, running: SubmissionResult
+) -> list[str]:
+    """Every cell whose score differs between grading ``what`` skipping the demonstrations
+    and running every cell."""
+    ran = {c.grade_id: c for c in running.cells}
+    problems = []
+    for cell in skipping.cells:
+        other = ran.get(cell.grade_id)
+        if other is None or other.score != cell.score:
+            problems.append(
+                f"{what}: {cell.grade_id} scores {cell.score:g} with the demonstrations "
+                f"skipped and {'nothing' if other is None else f'{other.score:g}'} with every "
+                f"cell run ({(other.message if other else '') or cell.message or 'no message'})"
+            )
+    return problems
 
 
 def _check_problems(

@@ -22,12 +22,22 @@ With ``--only-cluster`` it skips plain nbgrader and the one-worker run.
 With ``--repeats R`` each of the three gradings runs R times, interleaved, and the figures
 are medians (each repeat's own ratio is printed too).
 
+With ``--chapter`` it grades the whole chapter instead: every lesson's samples
+(``tests/files/<lesson>/submissions``), E7.1 to E7.6 in one course as one class (each
+sample a student), three ways: plain ``nbgrader autograde "*"``; ``specdec-course grade``,
+one command per lesson; and ``specdec-course grade`` on the same lessons with their
+demonstration marks taken out (every cell run).  It prints each one's time per lesson and
+in all, the speed-ups, and every cell whose score differs between them.
+
+    .venv/bin/python benchmarks/grade_throughput.py --chapter [--workers 2]
+
 This is a benchmark, not a test: it asserts nothing.  Numbers go in the README.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import shutil
@@ -389,7 +399,14 @@ def main() -> None:
     )
     parser.add_argument("--cluster", help="also grade on a Dask LocalCluster: local:N")
     parser.add_argument("--only-cluster", action="store_true", help="skip plain nbgrader")
+    parser.add_argument(
+        "--chapter", action="store_true", help="every lesson's samples as one class (see above)"
+    )
     args = parser.parse_args()
+    if args.chapter:
+        with tempfile.TemporaryDirectory(prefix="bench-chapter-") as tmp:
+            chapter(args, Path(tmp))
+        return
     if args.only_cluster and not args.cluster:
         parser.error("--only-cluster needs --cluster")
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
@@ -407,6 +424,175 @@ def main() -> None:
                 return
         for lesson in args.lessons.split(","):
             report(args, bench_lesson(args, work / lesson, LESSONS[lesson.strip()]))
+
+
+def chapter_samples() -> dict[str, list[Path]]:
+    """Every lesson's samples: ``{assignment: [notebook, ...]}``, the student its stem."""
+    from autograder.course import assignments
+
+    return {
+        a: sorted((REPO / "tests/files" / a / "submissions").glob("*.ipynb"))
+        for a in assignments(REPO)
+    }
+
+
+def notebook_of(assignment: str) -> str:
+    return next((REPO / "source" / assignment).glob("*.ipynb")).stem
+
+
+def plain_chapter(work: Path, samples: dict[str, list[Path]]) -> tuple[float, dict]:
+    """``nbgrader autograde "*"`` on every sample: (seconds, {(a, student): {cell: score}})."""
+    from nbgrader.api import Gradebook
+
+    from autograder.course import load_config
+
+    course = work / "plain"
+    course.mkdir(parents=True)
+    shutil.copy2(REPO / "nbgrader_config.py", course)
+    for a in samples:
+        shutil.copytree(REPO / "source" / a, course / "source" / a)
+    nbgrader = str(Path(sys.executable).with_name("nbgrader"))
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    run = dict(cwd=course, env=env, check=True, capture_output=True)
+    subprocess.run([nbgrader, "generate_assignment", "*"], **run)
+    for a, paths in samples.items():
+        for path in paths:
+            folder = course / "submitted" / path.stem / a
+            folder.mkdir(parents=True)
+            shutil.copy2(path, folder / f"{notebook_of(a)}.ipynb")
+    start, cpu = time.perf_counter(), busy_cpu_seconds()
+    subprocess.run([nbgrader, "autograde", "*"], **run)
+    elapsed = time.perf_counter() - start
+    CPU["plain"] = busy_cpu_seconds() - cpu
+    tests = {a: set(test_cells(course, a)) for a in samples}
+    scores = {}
+    load_config(course)
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for a, paths in samples.items():
+            for path in paths:
+                sub = gb.find_submission_notebook(notebook_of(a), a, path.stem)
+                scores[(a, path.stem)] = {
+                    g.name: float(g.auto_score or 0) for g in sub.grades if g.name in tests[a]
+                }
+    return elapsed, scores
+
+
+def test_cells(course: Path, assignment: str) -> dict[str, float]:
+    from autograder.cells import is_test_cell, nbgrader_meta
+
+    nb = json.loads(
+        (course / "source" / assignment / f"{notebook_of(assignment)}.ipynb").read_text()
+    )
+    return {
+        nbgrader_meta(c)["grade_id"]: float(nbgrader_meta(c).get("points", 0))
+        for c in nb["cells"]
+        if is_test_cell(c)
+    }
+
+
+def ours_chapter(
+    work: Path,
+    samples: dict[str, list[Path]],
+    workers: int,
+    sandbox: bool,
+    name: str,
+    marked: bool = True,
+) -> tuple[dict[str, float], dict]:
+    """``specdec-course grade`` per lesson on every sample, in one course: ({lesson:
+    seconds}, {(a, student): {cell: score}}).  ``marked=False``: the lessons' sources with
+    their demonstration marks taken out, so every cell runs."""
+    from lesson_cost import unmarked_source
+
+    from autograder.grading.record import load_results
+    from autograder.grading.template import build_template, sync_gradebook
+
+    course = work / name
+    course.mkdir(parents=True)
+    shutil.copy2(REPO / "nbgrader_config.py", course)
+    times, scores = {}, {}
+    for a, paths in samples.items():
+        source = REPO / "source" / a if marked else unmarked_source(a, work / f"{name}-src")
+        shutil.copytree(source, course / "source" / a)
+        _, template_hash = build_template(course, a)  # one-off per assignment, not timed
+        sync_gradebook(course, a, template_hash)
+        subs = work / f"{name}-subs" / a
+        subs.mkdir(parents=True)
+        for path in paths:
+            shutil.copy2(path, subs / path.name)
+    CPU[name] = 0.0
+    for a in samples:
+        command = [str(Path(sys.executable).with_name("specdec-course")), "grade", a]
+        command += ["--submissions", str(work / f"{name}-subs" / a), "--course", str(course)]
+        command += ["--workers", str(workers)] + ([] if sandbox else ["--no-sandbox"])
+        with tempfile.TemporaryFile() as log:
+            start, cpu = time.perf_counter(), busy_cpu_seconds()
+            done = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT)
+            times[a] = time.perf_counter() - start
+            CPU[name] += busy_cpu_seconds() - cpu
+            if done.returncode:
+                log.seek(0)
+                raise SystemExit(f"{' '.join(command)} failed:\n{log.read().decode()}")
+        for student, result in load_results(course / "reports" / a / "results").items():
+            scores[(a, student)] = {c.grade_id: c.score for c in result.cells}
+    return times, scores
+
+
+def differences(left: dict, right: dict) -> list[str]:
+    """Every (lesson, student, cell) scored differently in ``left`` and ``right``."""
+    out = []
+    for key in sorted(set(left) | set(right)):
+        a, b = left.get(key, {}), right.get(key, {})
+        for gid in sorted(set(a) | set(b)):
+            if a.get(gid) != b.get(gid):
+                out.append(f"{key[0]} {key[1]} {gid}: {a.get(gid)} vs {b.get(gid)}")
+    return out
+
+
+def chapter(args, work: Path) -> None:
+    """The whole chapter's samples as one class, three ways (see the module docstring)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    samples = chapter_samples()
+    n = sum(len(p) for p in samples.values())
+    sandbox = not args.no_sandbox
+    skipping, ours_scores = ours_chapter(work, samples, args.workers, sandbox, "ours")
+    every, every_scores = ours_chapter(work, samples, args.workers, sandbox, "every", marked=False)
+    plain, plain_scores = plain_chapter(work, samples)
+    total_skip, total_every = sum(skipping.values()), sum(every.values())
+    print(
+        f"== the chapter: {n} samples of {len(samples)} lessons as one class, "
+        f"{args.workers} workers, sandbox {'on' if sandbox else 'off'}, {os.cpu_count()} cores"
+    )
+    print(
+        "| lesson | samples | specdec-course grade, every cell run (s) | demonstrations "
+        "skipped (s) | faster |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for a, paths in samples.items():
+        print(
+            f"| {a} | {len(paths)} | {every[a]:.1f} | {skipping[a]:.1f} | "
+            f"{every[a] / skipping[a]:.2f}x |"
+        )
+    print(f"| all | {n} | {total_every:.1f} | {total_skip:.1f} | {total_every / total_skip:.2f}x |")
+    print(
+        f'plain nbgrader autograde "*" (serial):  {plain:7.1f} s  '
+        f"CPU {CPU['plain'] / n:.2f} s a sample"
+    )
+    print(
+        f"specdec-course grade, every cell run:   {total_every:7.1f} s  "
+        f"{plain / total_every:.2f}x plain  CPU {CPU['every'] / n:.2f} s a sample"
+    )
+    print(
+        f"specdec-course grade:                   {total_skip:7.1f} s  "
+        f"{plain / total_skip:.2f}x plain  CPU {CPU['ours'] / n:.2f} s a sample"
+    )
+    for label, left, right in (
+        ("plain nbgrader and specdec-course grade", plain_scores, ours_scores),
+        ("skipping and running every cell", ours_scores, every_scores),
+    ):
+        diff = differences(left, right)
+        print(f"cells scored differently by {label}: {len(diff) or 'none'}")
+        for line in diff:
+            print("  " + line)
 
 
 def print_cluster(args, start_up: float, on_dask: float, dask_jobs, local: float, local_jobs):

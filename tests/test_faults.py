@@ -150,7 +150,7 @@ def test_a_sandbox_dies_with_the_process_that_started_it_at_any_moment(delay, st
     try:
         time.sleep(delay)
         os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not belonging_to([token, str(tmp_path)]), timeout=20)
+        wait_for(lambda: not belonging_to([token, str(tmp_path)]), timeout=60)
         assert belonging_to([token, str(tmp_path)]) == []
     finally:
         kill_all([token, str(tmp_path)])
@@ -301,7 +301,7 @@ class KilledRun:
             )
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            wait_for(lambda: not belonging_to(needles, self.group), timeout=20)
+            wait_for(lambda: not belonging_to(needles, self.group), timeout=60)
             return belonging_to(needles, self.group)
         finally:
             if proc.poll() is None:

@@ -193,7 +193,9 @@ def test_each_forked_kernel_has_its_own_random_streams(library_jobs, spares):
 def test_memory_watch_and_leftover_kill_see_a_forked_kernels_processes(jobs, spares):
     """A forked kernel has the warm parent's environment (no job marker): the job's
     processes are found by its pid namespace.  Four 700 MiB children pass the per-process
-    limit but not the 2 GiB total; bounded to 30 s even if the watch failed."""
+    limit but not the 2 GiB total.  Without the watch the cell would sleep past its time
+    limit and the job would end without the memory flag: how long it took proves nothing
+    more, and on a busy machine it is longer."""
     forks = (
         "import os, time\n"
         "for _ in range(4):\n"
@@ -205,9 +207,7 @@ def test_memory_watch_and_leftover_kill_see_a_forked_kernels_processes(jobs, spa
         "def square(x):\n"
         "    return x ** 2\n"
     )
-    start = time.monotonic()
     result = grade_job(jobs("hog", square=forks), spares)
-    assert time.monotonic() - start < 30
     assert result.kernel == "forked"
     assert result.status == "failed" and "memory-limit" in result.flags, result
     assert "GiB limit" in result.reason
@@ -257,7 +257,7 @@ def test_killing_the_warm_parent_kills_its_kernels(jobs, spares):
     kernel = spare.km._init_pid
     assert psutil.pid_exists(kernel)
     os.kill(the_parent(spares).init_pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # ends as soon as it is gone; a busy machine is slow
     while psutil.pid_exists(kernel) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not psutil.pid_exists(kernel) or psutil.Process(kernel).status() == "zombie"

@@ -118,11 +118,12 @@ def test_the_learners_lab_settings_are_the_lab_verbs_own(course, tmp_path):
     assert (out / "lab-settings/overrides.json").read_bytes() == (
         labconfig / "default_setting_overrides.json"
     ).read_bytes()
-    # Validate runs the notebook with the course's Execute settings, and nothing else of
-    # the course's configuration is handed out.
+    # Validate runs the notebook with the course's Execute settings, skipping the cells
+    # the grader skips as the learner's lab does, and nothing else of the course's
+    # configuration is handed out.
     config = kit_module.load_config(course)
     assert json.loads((out / "nbgrader_config.json").read_text()) == {
-        "Execute": dict(config.Execute)
+        "Execute": {**dict(config.Execute), "skip_cells_with_tag": "demo"}
     }
 
 

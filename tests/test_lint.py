@@ -29,6 +29,7 @@ PACKAGE = REPO / "autograder"
 #: lower one, never a higher one.  A name ending in ``.*`` is a package and its modules.
 LAYERS = [
     ["autograder", "autograder.cells", "autograder.course", "autograder.files"],
+    ["autograder.demonstrations"],
     ["autograder.integrity.*"],
     ["autograder.sandbox.*"],
     ["autograder.preprocessors.*"],

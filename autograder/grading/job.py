@@ -27,6 +27,7 @@ from traitlets.config import Config
 
 from autograder import integrity, sandbox
 from autograder.course import gradebook, load_config, nbgrader_api
+from autograder.demonstrations import source_skipped_ids
 from autograder.grading.processes import (
     DEFAULT_MEMORY_BYTES,
     JOB_MARKER,
@@ -64,6 +65,8 @@ class Job:
     keep_scratch: bool = False
     #: Fork sandboxed kernels from the worker's warm parent (False: start each one fresh).
     fork: bool = True
+    #: Run the source's demonstration cells too (else skipped: ``autograder.demonstrations``).
+    run_demos: bool = False
 
 
 #: This worker process's spare kernel and warm parents.  A process pool calls a function
@@ -201,6 +204,14 @@ def _configure(job: Job, job_dir: Path, spares: SpareKernels) -> tuple[Config, l
     # calls it a timeout: on a loaded machine that fails passing cells.  Allow the cell limit.
     config.GuardedExecute.iopub_timeout = max(4, int(job.cell_timeout))
     config.GuardedExecute.spares = spares  # a kernel started ahead, which it may adopt
+    # decided from the template's source notebook, never from the submission
+    config.GuardedExecute.skip_cells = (
+        []
+        if job.run_demos
+        else sorted(
+            source_skipped_ids(job.template / "source" / job.assignment / f"{job.notebook}.ipynb")
+        )
+    )
     # Only an error fails a test cell here: stderr output (a warning) does not, and a
     # number a test cell happens to display is not read as partial credit.
     ours = {"Execute": GuardedExecute, "CheckCellMetadata": CheckCellMetadata}

@@ -13,8 +13,9 @@ The kit is what a learner needs on their own laptop, and nothing else:
   ``lab-settings/`` (``autograder/lab_config/``'s page config and setting overrides: no
   instructor panel, no news pop-up);
 * ``nbgrader_config.json``: the course's ``Execute`` settings, so that Validate runs the
-  notebook as the grader does (time limits, warnings on stdout).  Nothing else of the
-  course's configuration.
+  notebook as the grader does (time limits, warnings on stdout), and the learner's lab's
+  (``autograder/lab_config/nbgrader_config.json``: the demonstrations are not run).
+  Nothing else of the course's configuration.
 
 Before anything is written the kit is checked: each release must be what ``source/``
 generates now (nbgrader's ``generate_assignment`` into scratch, with a scratch gradebook),
@@ -385,10 +386,12 @@ def lab_config() -> dict:
 
 
 def validate_config(config) -> dict:
-    """``nbgrader_config.json``: the course's settings that Validate uses, and no others."""
+    """``nbgrader_config.json``: the course's settings that Validate uses, and no others,
+    with the learner's lab's own (:data:`autograder.lab.LEARNER_CONFIG`)."""
+    lab = json.loads((LEARNER_CONFIG / "nbgrader_config.json").read_text(encoding="utf-8"))
     out = {}
     for section in VALIDATE_SECTIONS:
-        values = dict(config.get(section, {}))
+        values = {**dict(config.get(section, {})), **lab.get(section, {})}
         if values:
             out[section] = values
     try:

@@ -12,7 +12,10 @@ test cell that never ran has no error output, which nbgrader scores as a pass.
   ``recovery_timeout`` seconds is killed;
 * a wall-clock deadline for the whole notebook;
 * when the kernel is gone (killed, crashed, exited), every cell not yet run gets an
-  error output, so it scores zero instead of passing silently.
+  error output, so it scores zero instead of passing silently;
+* the cells it skips are the grader's to name (``skip_cells``: the grade ids of the
+  source's demonstrations, :mod:`autograder.demonstrations`); nbclient's own skip, by a
+  tag in the submission's metadata, is ignored.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from nbclient.util import run_sync
 from nbformat import NotebookNode
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Float, Instance, Integer
+from traitlets import Float, Instance, Integer, List, Unicode
 
-from autograder.cells import KERNEL_DIED, NOT_EXECUTED, NOTEBOOK_TIMEOUT
+from autograder.cells import KERNEL_DIED, NOT_EXECUTED, NOTEBOOK_TIMEOUT, nbgrader_meta
+from autograder.demonstrations import SKIPPED_NOTE
 
 OUTPUT_TRUNCATED_NOTE = "[output truncated by the grader: this cell printed more than {} bytes]"
 
@@ -59,6 +63,11 @@ class GuardedExecute(Execute):
         allow_none=True,
         help="Kernels started ahead (autograder.grading.spare.SpareKernels): one is adopted "
         "when it is exactly the kernel this executor would start.",
+    ).tag(config=True)
+    skip_cells = List(
+        Unicode(),
+        help="grade_ids of the cells not to run (the source's demonstrations); their "
+        "outputs are replaced by a note.",
     ).tag(config=True)
     recovery_timeout = Float(
         10.0, help="Seconds a kernel has to answer after a cell timed out before it is killed."
@@ -108,6 +117,9 @@ class GuardedExecute(Execute):
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
             return cell, resources
+        if nbgrader_meta(cell).get("grade_id") in self.skip_cells:
+            cell.outputs = [new_output("stream", name="stdout", text=SKIPPED_NOTE)]
+            return cell, resources
         if self._stop_reason is None and time.monotonic() > self._deadline:
             self._stop(
                 f"the notebook ran longer than {self.notebook_timeout:g} s", NOTEBOOK_TIMEOUT
@@ -116,6 +128,9 @@ class GuardedExecute(Execute):
         if self._stop_reason is not None:
             self._mark_not_executed(cell)
             return cell, resources
+        tags = cell.metadata.get("tags")
+        if tags and self.skip_cells_with_tag in tags:  # the submission's tag decides nothing
+            cell.metadata["tags"] = [t for t in tags if t != self.skip_cells_with_tag]
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
         except CellTimeoutError:
@@ -131,6 +146,9 @@ class GuardedExecute(Execute):
                 )
             )
             return cell, resources
+        finally:
+            if tags is not None:
+                cell.metadata["tags"] = tags
         if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
             if not self._kernel_answers():
                 self._stop(f"cell {index} timed out and the kernel did not respond to an interrupt")

@@ -55,6 +55,9 @@ ACTION_TIMEOUT_MS = 60_000  # a click or a key press, on a loaded machine
 EXPECT_TIMEOUT_MS = 30_000  # Playwright's default of 5 s is too short on two busy cores
 CELL_TIMEOUT_MS = 60_000  # one cell's run, kernel start included
 VALIDATE_TIMEOUT_MS = 90_000  # nbgrader executes the whole notebook server-side
+# Run All of a solved lesson runs its demonstrations, which time themselves and run many
+# times slower on a busy machine: the wait only guards against a hang.
+RUN_ALL_TIMEOUT_MS = 900_000
 
 STDERR_MIME = "application/vnd.jupyter.stderr"
 # The cells of the notebook on show (one notebook is open at a time: ?reset).
@@ -401,7 +404,7 @@ class NotebookPage:
                 return shown.some((p) => /^\\[\\d+\\]:$/.test(p)) && !shown.includes("[*]:");
             }""",
             arg=CELLS,
-            timeout=VALIDATE_TIMEOUT_MS,
+            timeout=RUN_ALL_TIMEOUT_MS,
         )
 
     def save(self) -> nbformat.NotebookNode:
