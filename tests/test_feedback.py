@@ -22,7 +22,7 @@ from support.gradebook import record_results
 
 from autograder.course import UsageError
 from autograder.feedback import feedback
-from autograder.grading.results import SubmissionResult
+from autograder.grading.results import SCHEMA, SubmissionResult
 from autograder.render.feedback_page import render_feedback
 
 ASSIGNMENT = "e7_2_acceptance_tests"
@@ -169,6 +169,7 @@ def cell_result(
 
 def student_result(student: str, status: str, cells: list[dict], reason: str = "", flags=()):
     return {
+        "schema": SCHEMA,
         "student": student,
         "assignment": ASSIGNMENT,
         "status": status,
