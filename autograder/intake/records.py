@@ -15,8 +15,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
-from anyascii import anyascii
-
 from autograder.intake.spool import Content, HoldsContent
 
 #: Longest normalized student id.
@@ -168,6 +166,8 @@ def normalize_student_id(name: str) -> str:
     >>> normalize_student_id("\u200b")
     'student'
     """
+    from anyascii import anyascii  # here: the command line's help imports no more than it needs
+
     folded = anyascii(name)
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", folded)
     safe = re.sub(r"_+", "_", safe).strip("._-")
