@@ -333,6 +333,15 @@ class NotebookPage:
     def code_cell_indices(self) -> list[int]:
         return [i for i, c in enumerate(self.notebook.cells) if c.cell_type == "code"]
 
+    def prompted_cell_indices(self) -> list[int]:
+        """The code cells that show an input prompt: not those whose code the lesson
+        collapsed (``source_hidden``), which JupyterLab draws as a placeholder."""
+        return [
+            i
+            for i in self.code_cell_indices()
+            if not self.notebook.cells[i].metadata.get("jupyter", {}).get("source_hidden")
+        ]
+
     def index_of(self, grade_id: str) -> int:
         for i, c in enumerate(self.notebook.cells):
             if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
@@ -376,7 +385,8 @@ class NotebookPage:
         the k-th code cell shows ``[k]:``.
         """
         code = self.code_cell_indices()
-        self.wait_for_prompts({i: "[ ]:" for i in code})
+        prompted = set(self.prompted_cell_indices())
+        self.wait_for_prompts({i: "[ ]:" for i in prompted})
         self.prompt(0).click()  # select the first cell, in command mode
         count = 0
         for index in range(len(self.notebook.cells)):
@@ -385,7 +395,8 @@ class NotebookPage:
             self.page.keyboard.press("Control+Enter" if last else "Shift+Enter")
             if index in code:
                 count += 1
-                self.wait_for_prompts({index: f"[{count}]:"})
+                if index in prompted:  # a collapsed cell is waited for by the next one
+                    self.wait_for_prompts({index: f"[{count}]:"})
 
     def run_all(self) -> None:
         """Clear all outputs, then Run > Run All Cells, and wait until it has finished.
@@ -395,7 +406,7 @@ class NotebookPage:
         ``[ ]:``; the caller sees that in the saved file (`not_run`, `error_outputs`).
         """
         self.menu("Edit", "editmenu:clear-all")
-        self.wait_for_prompts({i: "[ ]:" for i in self.code_cell_indices()})
+        self.wait_for_prompts({i: "[ ]:" for i in self.prompted_cell_indices()})
         self.menu("Run", "runmenu:run-all")
         self.page.wait_for_function(
             """(selector) => {
