@@ -87,6 +87,8 @@ LAZY_IMPORTS = {
     # nbgrader (the exchange's timestamps) and yaml (Gradescope's metadata) wait for a download
     ("autograder.intake.exchange", "nbgrader.utils"),
     ("autograder.intake.gradescope", "yaml"),
+    # ... and anyascii (the transliteration tables) waits for a student's name to fold
+    ("autograder.intake.records", "anyascii"),
 }
 
 
