@@ -87,6 +87,7 @@ class VariantSpace:
         the solution cell ``answer``."""
         return [line.format(**row) for gid, line in self.lines if answer in (None, gid)]
 
+
 def _e7_1_row(part1, understanding) -> dict[str, Any]:
     model, hardware, k = part1
     cu_hardware, sequences, seq_len, options = understanding
@@ -141,14 +142,35 @@ E7_1 = VariantSpace(
     rows=tuple(
         _e7_1_row(*row)
         for row in (
-            (("Llama-2-7B", "A100 SXM 80 GB", 4), ("A100 SXM 80 GB", 60, 2048, "weights right ridge none")),
+            (
+                ("Llama-2-7B", "A100 SXM 80 GB", 4),
+                ("A100 SXM 80 GB", 60, 2048, "weights right ridge none"),
+            ),
             (("Llama-2-7B", "H100 SXM", 15), ("H100 SXM", 40, 1024, "right none weights ridge")),
-            (("Llama-2-70B", "A100 SXM 80 GB", 3), ("A100 SXM 80 GB", 30, 1024, "ridge weights none right")),
-            (("Llama-2-7B", "GeForce RTX 4090", 5), ("GeForce RTX 4090", 16, 512, "none ridge right weights")),
-            (("Llama-2-7B", "Apple M2 CPU (laptop)", 3), ("A100 SXM 80 GB", 48, 512, "weights ridge right none")),
-            (("Llama-2-70B", "GeForce RTX 4090", 6), ("H100 SXM", 60, 512, "ridge right none weights")),
-            (("Llama-2-70B", "Apple M2 CPU (laptop)", 4), ("GeForce RTX 4090", 30, 512, "none weights ridge right")),
-            (("Llama-2-7B", "H100 SXM", 19), ("A100 SXM 80 GB", 24, 2048, "right weights ridge none")),
+            (
+                ("Llama-2-70B", "A100 SXM 80 GB", 3),
+                ("A100 SXM 80 GB", 30, 1024, "ridge weights none right"),
+            ),
+            (
+                ("Llama-2-7B", "GeForce RTX 4090", 5),
+                ("GeForce RTX 4090", 16, 512, "none ridge right weights"),
+            ),
+            (
+                ("Llama-2-7B", "Apple M2 CPU (laptop)", 3),
+                ("A100 SXM 80 GB", 48, 512, "weights ridge right none"),
+            ),
+            (
+                ("Llama-2-70B", "GeForce RTX 4090", 6),
+                ("H100 SXM", 60, 512, "ridge right none weights"),
+            ),
+            (
+                ("Llama-2-70B", "Apple M2 CPU (laptop)", 4),
+                ("GeForce RTX 4090", 30, 512, "none weights ridge right"),
+            ),
+            (
+                ("Llama-2-7B", "H100 SXM", 19),
+                ("A100 SXM 80 GB", 24, 2048, "right weights ridge none"),
+            ),
         )
     ),  # fmt: skip
     lines=(

@@ -87,9 +87,10 @@ def run_by_hand(
     by_hand: tuple[str, ...] = BY_HAND,
     tests: tuple[str, ...] = BY_HAND_TESTS,
 ) -> dict[str, str]:
-    """Run ``nb``'s id cell (with ``typed``), its *Your numbers* cell and ``SUPPORT`` cells, the solution cells
-    answered by hand (``by_hand``; ``bodies`` replace their solutions) and their ``tests``,
-    in one namespace; return ``{test cell: failure message}`` ("" when it passed)."""
+    """Run ``nb``'s id cell (with ``typed``), its *Your numbers* cell, its ``SUPPORT`` cells,
+    the solution cells answered by hand (``by_hand``; ``bodies`` replace their solutions)
+    and their ``tests``, in one namespace; return ``{test cell: failure message}`` (""
+    when it passed)."""
     ns: dict = {"__name__": "__main__", "_ih": [""], "_specdec_preloaded": False}
     shell = type("Shell", (), {"events": type("E", (), {"register": lambda *a: None})()})()
     ns["get_ipython"] = lambda: shell
@@ -483,7 +484,8 @@ def test_e7_1_grades_200_learners_against_their_own_numbers():
         differ = {
             "test_part1_answers_ms_per_token": abs(
                 a["answer_ms_per_token"] - b["answer_ms_per_token"]
-            ) > 0.1,
+            )
+            > 0.1,
             "test_part1_answers_verify_ms": abs(a["answer_verify_ms"] - b["answer_verify_ms"])
             > 0.1,
             "test_check_understanding_choice": own["check_understanding"]
@@ -499,9 +501,7 @@ def test_e7_1s_feedback_and_report_show_the_learners_numbers():
     count the tests of those answers."""
     from autograder.render.variant_numbers import numbered_tests, release_variants
 
-    release = nbformat.read(
-        REPO / "release" / E7_1 / "why_decoding_is_slow.ipynb", as_version=4
-    )
+    release = nbformat.read(REPO / "release" / E7_1 / "why_decoding_is_slow.ipynb", as_version=4)
     keyed, _ = Variants(key=KEY).preprocess(copy.deepcopy(release), {"nbgrader": {}})
     found = release_variants(E7_1, [keyed])
     assert found is not None and found.key == KEY

@@ -89,7 +89,10 @@ def check_part1(namespace: Mapping[str, Any], which: str, numbers: Mapping[str, 
     elif which == "answer_intensity":
         ridge = hardware["peak_flops"] / hardware["bandwidth"]
         mistakes = {
-            "one FLOP per parameter instead of two": (0.5 * want, "each weight takes a multiply and an add"),
+            "one FLOP per parameter instead of two": (
+                0.5 * want,
+                "each weight takes a multiply and an add",
+            ),
             "bits where bytes are meant": (want / 8, "divide by bytes: 2 per 16-bit weight"),
             "FLOPs per parameter, not per byte": (
                 2.0,
@@ -129,9 +132,7 @@ def check_part1(namespace: Mapping[str, Any], which: str, numbers: Mapping[str, 
         }
         call = f"answer_verify_ms ({where}, {positions} positions)"
         tolerance = MS_TOLERANCE
-    checks.check_close(
-        value, want, call=call, verb="is", atol=tolerance, rtol=0, mistakes=mistakes
-    )
+    checks.check_close(value, want, call=call, verb="is", atol=tolerance, rtol=0, mistakes=mistakes)
 
 
 def choice_kinds(numbers: Mapping[str, Any]) -> dict[str, str]:
