@@ -353,13 +353,20 @@ class NotebookPage:
         """Wait until each cell's prompt reads as given (None: any execution count).
 
         Polled in the page on every animation frame: a notebook has dozens of cells,
-        and Playwright's expect() backs off up to a second between its checks.
+        and Playwright's expect() backs off up to a second between its checks.  A cell
+        whose code is collapsed (a read-only cell such as *Your numbers*) has no input
+        prompt: it reads ``[ ]:`` until it shows an output, and then any execution count.
         """
         self.page.wait_for_function(
             """([selector, wanted]) => {
                 const cells = document.querySelectorAll(selector);
                 return wanted.every(([index, text]) => {
-                    const prompt = cells[index]?.querySelector(".jp-InputArea-prompt");
+                    const cell = cells[index];
+                    if (cell && cell.querySelector(".jp-InputPlaceholder")) {
+                        const ran = cell.querySelector(".jp-OutputArea-child") !== null;
+                        return text === "[ ]:" ? !ran : ran;
+                    }
+                    const prompt = cell?.querySelector(".jp-InputArea-prompt");
                     const shown = prompt ? prompt.textContent.trim() : "";
                     return text === null ? /^\\[\\d+\\]:$/.test(shown) : shown === text;
                 });
