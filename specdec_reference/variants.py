@@ -111,7 +111,7 @@ def _e7_1_row(part1, understanding) -> dict[str, Any]:
         "cu_hardware": cu_hardware, "sequences": sequences, "seq_len": seq_len,
         "options": options,
         "offers": {letter: offers[kind][0] for letter, kind in letters},
-        "choices": "; ".join(f"{letter}: {offers[kind][1]}" for letter, kind in letters),
+        **{f"choice_{letter}": offers[kind][1] for letter, kind in letters},
     }  # fmt: skip
 
 
@@ -183,7 +183,7 @@ E7_1 = VariantSpace(
             "Check your understanding: Llama-2-7B on the {cu_hardware}, {sequences} "
             "sequences of {seq_len} cached positions",
         ),
-        ("check_understanding", "  {choices}"),
+        *(("check_understanding", f"  {letter}: {{choice_{letter}}}") for letter in "ABCD"),
     ),  # fmt: skip
 )
 

@@ -513,7 +513,9 @@ def test_e7_1s_feedback_and_report_show_the_learners_numbers():
         f"Part 1: {mine['model']} in 16-bit on the {mine['hardware']}; the draft has "
         f"k = {mine['k']} tokens"
     ]
-    assert found.numbers(student, "check_understanding")[1].strip() == mine["choices"]
+    assert found.numbers(student, "check_understanding")[1:] == [
+        f"  {letter}: {mine[f'choice_{letter}']}" for letter in "ABCD"
+    ]
     assert found.numbers(student, "step_time") == []
 
 
