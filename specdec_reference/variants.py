@@ -164,7 +164,7 @@ E7_1 = VariantSpace(
                 ("H100 SXM", 60, 512, "ridge right none weights"),
             ),
             (
-                ("Llama-2-70B", "Apple M2 CPU (laptop)", 4),
+                ("Llama-2-70B", "A100 SXM 80 GB", 6),
                 ("GeForce RTX 4090", 30, 512, "none weights ridge right"),
             ),
             (
