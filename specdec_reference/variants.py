@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from specdec_reference import roofline, specs
+
 #: What the *Your numbers* cell and the hidden tests assign, and the grader fills in.
 KEY_NAME = "COURSE_VARIANT_KEY"
 STUDENT_NAME = "GRADED_STUDENT_ID"
@@ -84,6 +86,106 @@ class VariantSpace:
         """The lines the *Your numbers* cell prints for ``row``: all of them, or those of
         the solution cell ``answer``."""
         return [line.format(**row) for gid, line in self.lines if answer in (None, gid)]
+
+
+def _e7_1_row(part1, understanding) -> dict[str, Any]:
+    model, hardware, k = part1
+    cu_hardware, sequences, seq_len, options = understanding
+    card = next(h for h in specs.HARDWARE if h["name"] == cu_hardware)
+    ridge = roofline.ridge_batch(specs.LLAMA2_7B, card)
+    weights_k = max(1, -(-ridge // sequences) - 1)
+    offers = {
+        "weights": (
+            weights_k,
+            f"{weights_k}, since {sequences} x {weights_k + 1} = {sequences * (weights_k + 1)} "
+            f"positions pass the ridge batch of {ridge}",
+        ),
+        "right": (_e7_1_smallest_k(card, sequences, seq_len), None),
+        "ridge": (ridge - 1, f"{ridge - 1}, the ridge batch less one"),
+        "none": (None, "none: a pass that reads every cache is memory-bound whatever k is"),
+    }
+    offers["right"] = (offers["right"][0], str(offers["right"][0]))
+    letters = list(zip("ABCD", options.split(), strict=True))
+    return {
+        "model": model, "hardware": hardware, "k": k,
+        "cu_hardware": cu_hardware, "sequences": sequences, "seq_len": seq_len,
+        "options": options,
+        "offers": {letter: offers[kind][0] for letter, kind in letters},
+        **{f"choice_{letter}": offers[kind][1] for letter, kind in letters},
+    }  # fmt: skip
+
+
+def _e7_1_smallest_k(card: Mapping[str, Any], sequences: int, seq_len: int) -> int:
+    """The smallest k >= 1 at which one pass verifying k drafted tokens for each of
+    ``sequences`` Llama-2-7B sequences of ``seq_len`` cached positions is compute-bound:
+    the pass reads the weights and every cache once and does ``sequences * (k + 1)``
+    positions' arithmetic."""
+    model = specs.LLAMA2_7B
+    read = roofline.weight_bytes(model["params"], model["bytes_per_param"])
+    read += roofline.model_cache_bytes(model, seq_len, sequences)
+    memory = read / card["bandwidth"]
+    per_position = roofline.flops_per_token(model["params"]) / card["peak_flops"]
+    k = 1
+    while sequences * (k + 1) * per_position <= memory:  # a tie is memory-bound
+        k += 1
+    return k
+
+
+#: Lesson E7.1's variants: Part 1's model, card and draft length (the step stays
+#: memory-bound, and so does the pass over k + 1 positions), and *Check your
+#: understanding*'s card, batch and context for Llama-2-7B (the batch fits; the weights'
+#: ridge, the ridge batch less one and "none" are the wrong options, in a letter order of
+#: the row's).  Rows leave out the pairs whose times the page prints (Llama-2-70B on the
+#: H100 is the step_time docstring's example).
+E7_1 = VariantSpace(
+    assignment="e7_1_why_decoding_is_slow",
+    rows=tuple(
+        _e7_1_row(*row)
+        for row in (
+            (
+                ("Llama-2-7B", "A100 SXM 80 GB", 4),
+                ("A100 SXM 80 GB", 60, 2048, "weights right ridge none"),
+            ),
+            (("Llama-2-7B", "H100 SXM", 15), ("H100 SXM", 40, 1024, "right none weights ridge")),
+            (
+                ("Llama-2-70B", "A100 SXM 80 GB", 3),
+                ("A100 SXM 80 GB", 30, 1024, "ridge weights none right"),
+            ),
+            (
+                ("Llama-2-7B", "GeForce RTX 4090", 5),
+                ("GeForce RTX 4090", 16, 512, "none ridge right weights"),
+            ),
+            (
+                ("Llama-2-7B", "Apple M2 CPU (laptop)", 3),
+                ("A100 SXM 80 GB", 48, 512, "weights ridge right none"),
+            ),
+            (
+                ("Llama-2-70B", "GeForce RTX 4090", 6),
+                ("H100 SXM", 60, 512, "ridge right none weights"),
+            ),
+            (
+                ("Llama-2-70B", "A100 SXM 80 GB", 6),
+                ("GeForce RTX 4090", 30, 512, "none weights ridge right"),
+            ),
+            (
+                ("Llama-2-7B", "H100 SXM", 19),
+                ("A100 SXM 80 GB", 24, 2048, "right weights ridge none"),
+            ),
+        )
+    ),  # fmt: skip
+    lines=(
+        (
+            "part1_answers",
+            "Part 1: {model} in 16-bit on the {hardware}; the draft has k = {k} tokens",
+        ),
+        (
+            "check_understanding",
+            "Check your understanding: Llama-2-7B on the {cu_hardware}, {sequences} "
+            "sequences of {seq_len} cached positions",
+        ),
+        *(("check_understanding", f"  {letter}: {{choice_{letter}}}") for letter in "ABCD"),
+    ),  # fmt: skip
+)
 
 
 def _e7_2_row(part1, trace, speed, understanding) -> dict[str, Any]:
@@ -225,7 +327,7 @@ E7_3 = VariantSpace(
 )
 
 #: Every lesson with a variant space, by assignment.
-SPACES: dict[str, VariantSpace] = {space.assignment: space for space in (E7_2, E7_3)}
+SPACES: dict[str, VariantSpace] = {space.assignment: space for space in (E7_1, E7_2, E7_3)}
 
 
 def graded_numbers(assignment: str, key: str, student: str) -> dict[str, Any]:

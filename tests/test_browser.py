@@ -427,6 +427,11 @@ LESSONS = {
         frozenset({"step_time", "ridge_batch", "max_batch", "verify_cost_ratio", "greedy_verify"}),
         ("batch", "roofline", "trace"),
         {
+            "_LINES = [": (  # the Your numbers cell: a course without a key prints row 0
+                "Your numbers (variant 0)",
+                "Part 1: Llama-2-7B in 16-bit on the A100 SXM 80 GB; the draft has k = 4 tokens",
+                "C: 153, the ridge batch less one",
+            ),
             "most = max_batch(LLAMA2_7B, A100, 4096)": (
                 "at most 30 sequences of 4096 tokens fit",
                 "memory-bound",

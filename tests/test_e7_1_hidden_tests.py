@@ -15,7 +15,10 @@ import pytest
 from support.lessons import Lesson, failing
 
 #: Ungraded cells the test cells' visible parts rely on (numpy, the model and hardware dicts).
-LESSON = Lesson("e7_1_why_decoding_is_slow", support_cells={"code-setup", "code-specs"})
+LESSON = Lesson(
+    "e7_1_why_decoding_is_slow",
+    support_cells={"code-setup", "code-specs", "your_id", "your_numbers"},
+)
 SCENARIOS = LESSON.scenarios
 EXPECTED = LESSON.expected
 TEST_CELLS = LESSON.test_cells
@@ -76,7 +79,7 @@ SAMPLE_MESSAGES = {
         "test_greedy_verify_target_token": "dropping the target's token"
     },
     "mistake-by-hand-answers": {
-        "test_part1_answers_verify_ms": "five full steps",
+        "test_part1_answers_verify_ms": "5 full steps, as if each position read the weights again",
         "test_check_understanding_choice": "that is the ridge of the weights alone",
     },
     "mistake-bound-weights-only": {

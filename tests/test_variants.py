@@ -26,8 +26,8 @@ import nbformat
 import pytest
 from markupsafe import escape
 from support.course import FILES, REPO, new_course, write_nb
-from support.lessons import Lesson, learner_cell
-from support.variants import e7_2_hand_worked, e7_3_hand_worked
+from support.lessons import learner_cell
+from support.variants import e7_1_hand_worked, e7_2_hand_worked, e7_3_hand_worked
 
 from autograder.preprocessors import GradedVariants, Variants
 from specdec_reference import variants
@@ -50,6 +50,8 @@ BY_HAND_TESTS = tuple(
 KEY = "spring-term"
 IDS = [f"s{n:04d}" for n in range(200)]
 STUB = "raise NotImplementedError()"
+#: Ungraded cells the questions answered by hand read (E7.1's model and hardware dicts).
+SUPPORT = ("code-specs",)
 
 
 def _meta(cell) -> dict:
@@ -63,7 +65,7 @@ def released(nb=SOURCE, key: str = KEY):
     nb.cells = [
         c
         for c in nb.cells
-        if c.get("id") in ("your_id", "your_numbers")
+        if c.get("id") in ("your_id", "your_numbers", *SUPPORT)
         or _meta(c)
         .get("grade_id", "")
         .startswith(("part1_", "test_part1_", "one_pass", "test_one_pass", "check_", "test_check_"))
@@ -85,9 +87,10 @@ def run_by_hand(
     by_hand: tuple[str, ...] = BY_HAND,
     tests: tuple[str, ...] = BY_HAND_TESTS,
 ) -> dict[str, str]:
-    """Run ``nb``'s id cell (with ``typed``), its *Your numbers* cell, the solution cells
-    answered by hand (``by_hand``; ``bodies`` replace their solutions) and their ``tests``,
-    in one namespace; return ``{test cell: failure message}`` ("" when it passed)."""
+    """Run ``nb``'s id cell (with ``typed``), its *Your numbers* cell, its ``SUPPORT`` cells,
+    the solution cells answered by hand (``by_hand``; ``bodies`` replace their solutions)
+    and their ``tests``, in one namespace; return ``{test cell: failure message}`` (""
+    when it passed)."""
     ns: dict = {"__name__": "__main__", "_ih": [""], "_specdec_preloaded": False}
     shell = type("Shell", (), {"events": type("E", (), {"register": lambda *a: None})()})()
     ns["get_ipython"] = lambda: shell
@@ -96,7 +99,7 @@ def run_by_hand(
         meta = _meta(cell)
         if cell.get("id") == "your_id":
             source = f"MY_STUDENT_ID = {typed!r}"
-        elif cell.get("id") == "your_numbers":
+        elif cell.get("id") in ("your_numbers", *SUPPORT):
             source = cell.source
         elif meta.get("grade_id") in by_hand:
             source = cell.source
@@ -388,6 +391,134 @@ def test_e7_3_grades_200_learners_against_their_own_numbers():
     assert rows == set(range(1, len(space.rows)))
 
 
+E7_1 = "e7_1_why_decoding_is_slow"
+E7_1_SOURCE = nbformat.read(REPO / "source" / E7_1 / "why_decoding_is_slow.ipynb", as_version=4)
+E7_1_BY_HAND = ("part1_answers", "check_understanding")
+E7_1_TESTS = (
+    "test_part1_answers_ms_per_token",
+    "test_part1_answers_intensity",
+    "test_part1_answers_verify_ms",
+    "test_check_understanding_choice",
+)
+
+
+def test_e7_1s_cell_is_the_modules_and_every_row_keeps_the_point():
+    """E7.1's cell is the module's and row 0 the lesson's printed numbers.  In every row:
+    the step and the pass over k + 1 positions are memory-bound (verification costs one
+    step), every mistake the hidden tests name gives a value apart from the right one, the
+    closing question's batch fits on its card, its answer differs from the weights' ridge
+    and the ridge batch less one, and its crossing is no tie; no keyed row asks for a time
+    the page prints (Llama-2-7B on the A100, Llama-2-70B on the H100)."""
+    from specdec_reference import roofline, specs
+    from specdec_reference.testing.e7_1 import by_hand
+
+    [cell] = [c for c in E7_1_SOURCE.cells if c.get("id") == "your_numbers"]
+    assert cell.source == variants.learner_cell_source(E7_1).rstrip("\n")
+    space = variants.SPACES[E7_1]
+    row0 = space.rows[0]
+    assert (row0["model"], row0["hardware"], row0["k"]) == ("Llama-2-7B", "A100 SXM 80 GB", 4)
+    assert (row0["cu_hardware"], row0["sequences"], row0["seq_len"]) == ("A100 SXM 80 GB", 60, 2048)
+    assert row0["offers"] == {"A": 2, "B": 14, "C": 153, "D": None}  # the lesson's options
+    printed = {("Llama-2-7B", "A100 SXM 80 GB"), ("Llama-2-70B", "H100 SXM")}
+    for i, r in enumerate(space.rows):
+        model, card = by_hand.part1_pair(r)
+        if i:
+            assert (r["model"], r["hardware"]) not in printed, i
+        assert r["k"] >= 2 and r["k"] + 1 < roofline.ridge_batch(model, card), i
+        want = by_hand.part1_answers(r)
+        assert want["answer_verify_ms"] == want["answer_ms_per_token"], i
+        one = want["answer_ms_per_token"]
+        compute = 2 * model["params"] / card["peak_flops"] * 1e3
+        for wrong in (8 * one, compute, one / 1e3, (r["k"] + 1) * one, r["k"] * one,
+                      one + (r["k"] + 1) * compute, (r["k"] + 1) * compute):  # fmt: skip
+            assert abs(wrong - one) > by_hand.MS_TOLERANCE + 0.05, (i, wrong)
+        ridge = card["peak_flops"] / card["bandwidth"]
+        for wrong in (0.5, 0.125, 2.0, ridge):
+            assert abs(wrong - want["answer_intensity"]) > 0.2, (i, wrong)
+        cu_card = next(h for h in specs.HARDWARE if h["name"] == r["cu_hardware"])
+        assert r["sequences"] <= roofline.max_batch(specs.LLAMA2_7B, cu_card, r["seq_len"]), i
+        kinds = by_hand.choice_kinds(r)
+        assert sorted(kinds.values()) == ["none", "ridge", "right", "weights"], i
+        offer = {kind: r["offers"][letter] for letter, kind in kinds.items()}
+        assert offer["right"] >= 2 and len({offer["right"], offer["weights"], offer["ridge"]}) == 3
+        reads = (
+            roofline.weight_bytes(specs.LLAMA2_7B["params"], 2)
+            + roofline.model_cache_bytes(specs.LLAMA2_7B, r["seq_len"], r["sequences"])
+        ) / cu_card["bandwidth"]
+        per_position = roofline.flops_per_token(specs.LLAMA2_7B["params"]) / cu_card["peak_flops"]
+        crossing = reads / (r["sequences"] * per_position)  # k + 1 at which the times tie
+        assert offer["right"] + 1 == int(crossing) + 1 and crossing % 1 > 0.05, i
+    assert len({r["options"].split().index("right") for r in space.rows}) == 4  # every letter
+
+
+def test_e7_1_grades_200_learners_against_their_own_numbers():
+    """For 200 ids: E7.1's cell derives the row the grader grades; the source scores full
+    marks and the blank release zero on Part 1 and the closing question; answers worked by
+    hand from one's own numbers pass, and from a classmate's lose each answer that differs."""
+    from specdec_reference.testing.e7_1 import part1_answers
+
+    nb = released(E7_1_SOURCE)
+    space = variants.SPACES[E7_1]
+    cell = next(c for c in nb.cells if c.get("id") == "your_numbers").source
+    rows = set()
+    for n, student in enumerate(IDS):
+        ns = {"MY_STUDENT_ID": student}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(cell, ns)
+        mine = space.numbers(KEY, student)
+        assert ns["MY_NUMBERS"] == mine == variants.graded_numbers(E7_1, KEY, student)
+        rows.add(mine["variant"])
+
+        run = functools.partial(
+            run_by_hand, graded(nb, student), by_hand=E7_1_BY_HAND, tests=E7_1_TESTS
+        )
+        assert not any(run().values()), student
+        assert all(run(dict.fromkeys(E7_1_BY_HAND, STUB)).values()), student
+        own = e7_1_hand_worked(mine)
+        assert not any(run(own).values()), student
+        classmate = IDS[(n + 1) % len(IDS)]
+        theirs = space.numbers(KEY, classmate)
+        copied = e7_1_hand_worked(theirs)
+        lost = {g for g, m in run(copied, typed=classmate).items() if m}
+        a, b = part1_answers(mine), part1_answers(theirs)
+        differ = {
+            "test_part1_answers_ms_per_token": abs(
+                a["answer_ms_per_token"] - b["answer_ms_per_token"]
+            )
+            > 0.1,
+            "test_part1_answers_verify_ms": abs(a["answer_verify_ms"] - b["answer_verify_ms"])
+            > 0.1,
+            "test_check_understanding_choice": own["check_understanding"]
+            != copied["check_understanding"],
+        }
+        assert lost == {g for g, d in differ.items() if d}, (student, classmate)
+    assert rows == set(range(1, len(space.rows)))
+
+
+def test_e7_1s_feedback_and_report_show_the_learners_numbers():
+    """The pages read E7.1's key from its release: the feedback lists each learner's
+    numbers beside Part 1 and the closing question, the report's results by variant
+    count the tests of those answers."""
+    from autograder.render.variant_numbers import numbered_tests, release_variants
+
+    release = nbformat.read(REPO / "release" / E7_1 / "why_decoding_is_slow.ipynb", as_version=4)
+    keyed, _ = Variants(key=KEY).preprocess(copy.deepcopy(release), {"nbgrader": {}})
+    found = release_variants(E7_1, [keyed])
+    assert found is not None and found.key == KEY
+    assert numbered_tests(found, [keyed]) == list(E7_1_TESTS)
+    student = IDS[0]
+    mine = variants.SPACES[E7_1].numbers(KEY, student)
+    assert found.of(student) == mine["variant"]
+    assert found.numbers(student, "part1_answers") == [
+        f"Part 1: {mine['model']} in 16-bit on the {mine['hardware']}; the draft has "
+        f"k = {mine['k']} tokens"
+    ]
+    assert found.numbers(student, "check_understanding")[1:] == [
+        f"  {letter}: {mine[f'choice_{letter}']}" for letter in "ABCD"
+    ]
+    assert found.numbers(student, "step_time") == []
+
+
 def _pick(key: str, rows: tuple[int, ...], prefix: str) -> str:
     """An id whose row under ``key`` is one of ``rows``."""
     return next(s for n in range(10_000) if SPACE.index(key, s := f"{prefix}{n}") in rows)
@@ -429,7 +560,7 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
         out = copy.deepcopy(nb)
         for cell in out.cells:
             gid = _meta(cell).get("grade_id")
-            if gid in answers or gid in bodies:  # a written answer stays unanswered
+            if gid and _meta(cell).get("solution") and cell.cell_type == "code":
                 cell.source = fill(cell.source, answers.get(gid, bodies[gid]), gid)
             if cell.get("id") == "your_id":
                 cell.source = f"MY_STUDENT_ID = {typed!r}"
@@ -496,8 +627,10 @@ def test_a_keyed_course_grades_each_learner_against_their_own_numbers(tmp_path):
     by_variant = report[report.index('id="variants"') :]
     answer_1 = by_variant[by_variant.index("<code>test_part1_answers_answer_1</code>") :]
     assert answer_1.split("</tr>")[0].strip().endswith('50% <span class="muted">(1/2)</span></td>')
-    # Every function cell scores full marks for both: only the numbers differ.
-    # (the written answer's points wait for a grader: they are in neither score)
-    written = sum(Lesson(ASSIGNMENT).written_points.values())
-    assert all(r.score == r.max_score - written - sum(points[g] for g in lost) * (s == carol)
-               for s, r in result.results.items())  # fmt: skip
+    # Every function cell scores full marks for both: only the numbers differ.  The written
+    # answer (left as released) waits for a grader's hand and scores nothing yet.
+    written = sum(_meta(c)["points"] for c in SOURCE.cells
+                  if c.cell_type == "markdown" and _meta(c).get("grade"))  # fmt: skip
+    scores = {s: (r.score, r.max_score) for s, r in result.results.items()}
+    assert all(score == most - written - sum(points[g] for g in lost) * (s == carol)
+               for s, (score, most) in scores.items()), scores  # fmt: skip

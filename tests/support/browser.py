@@ -333,15 +333,6 @@ class NotebookPage:
     def code_cell_indices(self) -> list[int]:
         return [i for i, c in enumerate(self.notebook.cells) if c.cell_type == "code"]
 
-    def prompted_cell_indices(self) -> list[int]:
-        """The code cells that show an input prompt: not those whose code the lesson
-        collapsed (``source_hidden``), which JupyterLab draws as a placeholder."""
-        return [
-            i
-            for i in self.code_cell_indices()
-            if not self.notebook.cells[i].metadata.get("jupyter", {}).get("source_hidden")
-        ]
-
     def index_of(self, grade_id: str) -> int:
         for i, c in enumerate(self.notebook.cells):
             if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
@@ -362,13 +353,20 @@ class NotebookPage:
         """Wait until each cell's prompt reads as given (None: any execution count).
 
         Polled in the page on every animation frame: a notebook has dozens of cells,
-        and Playwright's expect() backs off up to a second between its checks.
+        and Playwright's expect() backs off up to a second between its checks.  A cell
+        whose code is collapsed (a read-only cell such as *Your numbers*) has no input
+        prompt: it reads ``[ ]:`` until it shows an output, and then any execution count.
         """
         self.page.wait_for_function(
             """([selector, wanted]) => {
                 const cells = document.querySelectorAll(selector);
                 return wanted.every(([index, text]) => {
-                    const prompt = cells[index]?.querySelector(".jp-InputArea-prompt");
+                    const cell = cells[index];
+                    if (cell && cell.querySelector(".jp-InputPlaceholder")) {
+                        const ran = cell.querySelector(".jp-OutputArea-child") !== null;
+                        return text === "[ ]:" ? !ran : ran;
+                    }
+                    const prompt = cell?.querySelector(".jp-InputArea-prompt");
                     const shown = prompt ? prompt.textContent.trim() : "";
                     return text === null ? /^\\[\\d+\\]:$/.test(shown) : shown === text;
                 });
@@ -385,8 +383,7 @@ class NotebookPage:
         the k-th code cell shows ``[k]:``.
         """
         code = self.code_cell_indices()
-        prompted = set(self.prompted_cell_indices())
-        self.wait_for_prompts({i: "[ ]:" for i in prompted})
+        self.wait_for_prompts({i: "[ ]:" for i in code})
         self.prompt(0).click()  # select the first cell, in command mode
         count = 0
         for index in range(len(self.notebook.cells)):
@@ -395,8 +392,7 @@ class NotebookPage:
             self.page.keyboard.press("Control+Enter" if last else "Shift+Enter")
             if index in code:
                 count += 1
-                if index in prompted:  # a collapsed cell is waited for by the next one
-                    self.wait_for_prompts({index: f"[{count}]:"})
+                self.wait_for_prompts({index: f"[{count}]:"})
 
     def run_all(self) -> None:
         """Clear all outputs, then Run > Run All Cells, and wait until it has finished.
@@ -406,7 +402,7 @@ class NotebookPage:
         ``[ ]:``; the caller sees that in the saved file (`not_run`, `error_outputs`).
         """
         self.menu("Edit", "editmenu:clear-all")
-        self.wait_for_prompts({i: "[ ]:" for i in self.prompted_cell_indices()})
+        self.wait_for_prompts({i: "[ ]:" for i in self.code_cell_indices()})
         self.menu("Run", "runmenu:run-all")
         self.page.wait_for_function(
             """(selector) => {

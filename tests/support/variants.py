@@ -38,3 +38,16 @@ def e7_3_hand_worked(row: Mapping[str, Any]) -> dict[str, str]:
         "part1_answers": f"brute_force_answer = {brute_force_count(row)}\n"
         f"tokens_if_first_rejected = 1\nmax_tokens = {row['k'] + 1}",
     }
+
+
+def e7_1_hand_worked(row: Mapping[str, Any]) -> dict[str, str]:
+    """E7.1's Part 1 and *Check your understanding* worked by hand from ``row``'s numbers:
+    literal values only, by solution cell."""
+    from specdec_reference.testing.e7_1 import choice_kinds, part1_answers
+
+    answers = part1_answers(row)
+    letter = next(letter for letter, kind in choice_kinds(row).items() if kind == "right")
+    return {
+        "part1_answers": "\n".join(f"{name} = {value!r}" for name, value in answers.items()),
+        "check_understanding": f"choice = {letter!r}",
+    }

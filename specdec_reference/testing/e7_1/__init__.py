@@ -8,6 +8,8 @@ behind it.  Expected values come from :mod:`specdec_reference.roofline` and
 :mod:`specdec_reference.greedy`; the learner's functions get fresh plain dicts, so
 nothing they do to their arguments reaches the reference's figures.
 
+- :mod:`.by_hand`: Part 1 and *Check your understanding*, worked by hand, for the
+  learner's own numbers (``check_part1``, ``check_choice``);
 - :mod:`.shared`: the lesson's model and hardware dicts, from the tables and at random;
 - :mod:`.sizes`: Parts 2 and 3, ``weight_bytes``, ``flops_per_token`` and
   ``kv_cache_bytes``;
@@ -17,6 +19,7 @@ nothing they do to their arguments reaches the reference's figures.
 - :mod:`.greedy`: Part 6, ``greedy_verify``.
 """
 
+from .by_hand import check_choice, check_part1, choice_kinds, part1_answers
 from .greedy import check_greedy_prefix, check_greedy_tokens, check_greedy_types, greedy_case
 from .memory import (
     MEMORY_BYTES,
@@ -42,6 +45,10 @@ from .sizes import check_flops_per_token, check_kv_cache_bytes, check_weight_byt
 from .step import check_step_bound, check_step_seconds
 
 __all__ = [
+    "check_part1",
+    "check_choice",
+    "choice_kinds",
+    "part1_answers",
     "MODEL_KEYS",
     "HARDWARE_KEYS",
     "model_dict",
