@@ -171,14 +171,19 @@ def test_the_cell_and_the_grader_derive_the_same_row_for_every_id():
     )
 
 
+def cell_numbers(nb, student: str) -> dict:
+    """What the release's *Your numbers* cell gives ``student`` (its printout swallowed)."""
+    cell = next(c for c in nb.cells if c.get("id") == "your_numbers").source
+    ns = {"MY_STUDENT_ID": student}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(cell, ns)
+    return ns["MY_NUMBERS"]
+
+
 def test_without_a_key_everyone_gets_the_printed_numbers():
     nb = released(key="")
-    cell = nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source
     for student in IDS[:20] + [""]:
-        ns = {"MY_STUDENT_ID": student}
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(cell, ns)
-        assert ns["MY_NUMBERS"] == {"variant": 0, **SPACE.rows[0]}
+        assert cell_numbers(nb, student) == {"variant": 0, **SPACE.rows[0]}
 
 
 def test_the_cell_takes_the_hub_id_the_typed_id_or_asks_for_one(monkeypatch):
@@ -361,14 +366,10 @@ def test_e7_3_grades_200_learners_against_their_own_numbers():
     numbers pass, and from a classmate's lose each answer that differs."""
     nb = released(E7_3_SOURCE)
     space = variants.SPACES[E7_3]
-    cell = next(c for c in nb.cells if c.get("id") == "your_numbers").source
     rows = set()
     for n, student in enumerate(IDS):
-        ns = {"MY_STUDENT_ID": student}
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(cell, ns)
         mine = space.numbers(KEY, student)
-        assert ns["MY_NUMBERS"] == mine == variants.graded_numbers(E7_3, KEY, student)
+        assert cell_numbers(nb, student) == mine == variants.graded_numbers(E7_3, KEY, student)
         rows.add(mine["variant"])
 
         graded_nb = graded(nb, student)
@@ -459,14 +460,10 @@ def test_e7_1_grades_200_learners_against_their_own_numbers():
 
     nb = released(E7_1_SOURCE)
     space = variants.SPACES[E7_1]
-    cell = next(c for c in nb.cells if c.get("id") == "your_numbers").source
     rows = set()
     for n, student in enumerate(IDS):
-        ns = {"MY_STUDENT_ID": student}
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(cell, ns)
         mine = space.numbers(KEY, student)
-        assert ns["MY_NUMBERS"] == mine == variants.graded_numbers(E7_1, KEY, student)
+        assert cell_numbers(nb, student) == mine == variants.graded_numbers(E7_1, KEY, student)
         rows.add(mine["variant"])
 
         run = functools.partial(
