@@ -169,12 +169,16 @@ def test_the_tether_starts_nothing_when_its_worker_is_already_gone(tmp_path):
 @sandboxed
 def test_the_start_of_grade_kills_what_dead_workers_left(tmp_path):
     """Orphans that no tether covers (an unsandboxed kernel's child, an untethered
-    sandbox) are killed by the sweep; a live worker's processes are not touched."""
-    dead = subprocess.Popen(["true"])
-    dead.wait()  # its pid now names a worker that is gone
+    sandbox) are killed by the sweep; a live worker's processes are not touched.
+
+    Every ``grade`` sweeps the whole machine, including the other test processes' runs,
+    so the stand-in worker stays alive (its jobs out of every sweep's reach) until the
+    orphans run, and dies just before this test's own sweep.
+    """
     token = f"6001.{os.getpid()}"
+    worker = subprocess.Popen(["sleep", f"{token}0"])  # the worker that will die
     plain = subprocess.Popen(
-        ["sleep", f"{token}1"], env={**os.environ, JOB_MARKER: f"{dead.pid}-job-plain"}
+        ["sleep", f"{token}1"], env={**os.environ, JOB_MARKER: f"{worker.pid}-job-plain"}
     )
     alive = subprocess.Popen(
         ["sleep", f"{token}2"], env={**os.environ, JOB_MARKER: f"{os.getpid()}-job-alive"}
@@ -188,7 +192,7 @@ def test_the_start_of_grade_kills_what_dead_workers_left(tmp_path):
         cwd=tmp_path / "cwd",
         limits=Limits(),
         command=["sh", "-c", f"env -i sleep {token}3 & exec sleep {token}4"],
-        env={JOB_MARKER: f"{dead.pid}-job-sandboxed"},
+        env={JOB_MARKER: f"{worker.pid}-job-sandboxed"},
     )
     argv = launch.argv[len(tether.command(os.getpid())) :]
     argv.remove("--die-with-parent")
@@ -196,14 +200,18 @@ def test_the_start_of_grade_kills_what_dead_workers_left(tmp_path):
         argv, pass_fds=launch.pass_fds, cwd="/", env=launch.outer_env, start_new_session=True
     )
     launch.close_child_ends()
+    orphans = [f"{token}1", f"{token}3", f"{token}4"]
     try:
-        assert wait_for(lambda: len(sleeping([f"{token}3", f"{token}4"])) == 2, 30)
-        assert kill_orphans() >= 3  # the plain sleep, the sandbox's init and its two sleeps
-        assert wait_for(lambda: not belonging_to([f"{token}1", f"{token}3", f"{token}4"]), 20)
+        assert wait_for(lambda: len(sleeping(orphans)) == 3, 60), belonging_to([token])
+        worker.kill()
+        worker.wait()
+        # Not its count: another test's ``grade`` may sweep these orphans first.
+        kill_orphans()
+        assert wait_for(lambda: not belonging_to(orphans), 20), belonging_to(orphans)
         assert alive.poll() is None
         assert wait_for(lambda: untethered.poll() is not None, 20)
     finally:
-        for proc in (plain, alive, untethered):
+        for proc in (worker, plain, alive, untethered):
             proc.kill()
             proc.wait()
         kill_all([token])
