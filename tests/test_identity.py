@@ -107,6 +107,28 @@ def test_a_downloads_claims_give_each_field_from_the_first_claim_that_knows_it()
     assert record.identity == Identity("5531", "Jane", "Doe", "j@u.edu")
 
 
+def test_a_records_time_and_late_mark_are_the_graded_notebooks_not_the_first_claims():
+    old, new, note = (
+        Member(("jane", "hw.ipynb"), NB),
+        Member(("jane", "hw-2.ipynb"), NB + b" "),
+        Member(("jane", "notes.txt"), b"x"),
+    )
+    t0 = datetime(2026, 11, 30, 9, tzinfo=timezone.utc)
+    claims = [  # the receipt comes first and is the newest: it dates nothing
+        Claim("jane", note, identity=Identity("5531", timestamp=t0 + timedelta(days=1))),
+        Claim("jane", old, "hw.ipynb", (1,), Identity(timestamp=t0, late=False)),
+        Claim("jane", new, "hw.ipynb", (2,), Identity(timestamp=t0 + timedelta(hours=1))),
+    ]
+
+    (graded,) = assemble("plain", claims, "hw").records
+    (unsent,) = assemble("plain", claims[:1], "hw").records
+
+    assert graded.member is new and graded.identity == Identity(
+        "5531", timestamp=t0 + timedelta(hours=1), late=None
+    )
+    assert unsent.member is None and unsent.identity == Identity("5531")
+
+
 def test_the_roster_wins_over_the_download_where_it_knows_a_field(tmp_path):
     (tmp_path / "jdoe.ipynb").write_bytes(NB)
     roster = parse_roster(

@@ -44,7 +44,7 @@ def submission(student: str, data: bytes | None = NB, **fields) -> Submission:
 
 def missing(student: str, **fields) -> Submission:
     """A roster's student who sent nothing, as the intake makes them."""
-    return Submission(student, student, None, "no submission", missing=True, **fields)
+    return Submission(student, student, problem="no submission", missing=True, **fields)
 
 
 def key(sub: Submission, template_hash: str = TEMPLATE_HASH) -> str:

@@ -83,8 +83,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                 member,
                 base=file if is_nb else None,
                 newer=(when,),
-                timestamp=when,
-                identity=Identity(users[fields["pre"]]),
+                identity=Identity(users[fields["pre"]], timestamp=when),
                 why_ignored="attempt receipt" if fields["receipt"] else "not a notebook",
             )
         )

@@ -90,8 +90,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
             continue
         anonymous = fields["id"].startswith("anon_")
         common = {
-            "late": bool(fields["late"]),
-            "identity": Identity(None if anonymous else fields["id"]),
+            "identity": Identity(None if anonymous else fields["id"], late=bool(fields["late"])),
             "display_name": fields["name"],
         }
         if fields["kind"] != "upload":

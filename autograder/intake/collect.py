@@ -19,7 +19,7 @@ from autograder.intake.reading import read_members
 from autograder.intake.records import (
     MAX_ID_LENGTH,
     Context,
-    Identity,
+    StudentFacts,
     StudentRecord,
     normalize_student_id,
 )
@@ -37,20 +37,16 @@ __all__ = [
 
 
 @dataclass
-class Submission(HoldsContent):
-    """One student's submission as collected, before grading (its bytes: ``data``)."""
+class Submission(StudentFacts, HoldsContent):
+    """One student's submission as collected, before grading (its bytes: ``data``).
 
-    student: str  #: normalized, filesystem-safe id
+    The student's fields (id, identity, problem, flags, files ignored, missing) are the
+    :class:`~autograder.intake.records.StudentFacts` that the download's record gave.
+    """
+
     origin: str  #: where it came from (file or member name), for messages
     #: the notebook (its bytes, or where the spool keeps them), None when unusable
     content: Content | None = None
-    problem: str | None = None  #: why it cannot be graded (status ``invalid``)
-    flags: list[str] = field(default_factory=list)
-    #: who the student is, when they submitted and whether late, as the download and
-    #: roster say
-    identity: Identity = Identity()
-    ignored: list[str] = field(default_factory=list)  #: this student's files not graded
-    missing: bool = False  #: on the roster, nothing submitted
 
 
 @dataclass
@@ -125,16 +121,9 @@ def collect_class(
 
 def _submission(rec: StudentRecord) -> Submission:
     member = rec.member
-    problem, content = rec.problem, member.content if member is not None else None
-    if member is not None and not content_size(content) and problem is None:
-        problem, content = "the notebook file is empty", None
-    return Submission(
-        rec.student,
-        member.path if member is not None else (rec.display_name or rec.student),
-        content,
-        problem,
-        list(rec.flags),
-        identity=rec.identity,
-        ignored=list(rec.ignored),
-        missing=rec.missing,
-    )
+    if member is None:
+        return Submission(**rec.facts(), origin=rec.display_name or rec.student)
+    sub = Submission(**rec.facts(), origin=member.path, content=member.content)
+    if not content_size(sub.content) and sub.problem is None:
+        sub.problem, sub.content = "the notebook file is empty", None
+    return sub

@@ -12,7 +12,7 @@ import re
 from datetime import timezone
 
 from autograder.intake.lms import Lms
-from autograder.intake.records import Claim, Context, Intake, Member, assemble
+from autograder.intake.records import Claim, Context, Identity, Intake, Member, assemble
 
 TIMESTAMP = "timestamp.txt"
 SECRET = "submission_secret.txt"
@@ -73,7 +73,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                 student,
                 m,
                 base=m.name if m.is_notebook else None,
-                timestamp=stamps.get(student),
+                identity=Identity(timestamp=stamps.get(student)),
             )
         )
     return assemble(

@@ -108,8 +108,7 @@ def parse(members: list[Member], ctx: Context) -> Intake:
                     member,
                     base=base,
                     newer=(when or datetime.min.replace(tzinfo=timezone.utc),),
-                    timestamp=when,
-                    identity=Identity(sid or email, first, last, email),
+                    identity=Identity(sid or email, first, last, email, timestamp=when),
                     display_name=person.get("name"),
                 )
             )

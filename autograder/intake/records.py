@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, fields, replace
+from copy import copy
+from dataclasses import KW_ONLY, dataclass, field, fields, replace
 from datetime import datetime
 
 from autograder.intake.spool import Content, HoldsContent
@@ -30,6 +31,11 @@ class Identity:
     the collector's ``Submission``, the grader's ``SubmissionResult``; a ``Claim`` for
     who uploaded one file).  The time stays a ``datetime`` all the way: only a file
     (the results JSON, an export) writes it as text.
+
+    The student's id is not here: it is the key beside the identity (``student``),
+    always known and unique in the class, which the intake assigns (folded, a collision
+    renamed) and which names the student's files; what an identity holds is what the
+    sources say, merged.
     """
 
     lms_user_id: str | None = None  #: the id the LMS knows the student by
@@ -54,6 +60,14 @@ class Identity:
             )
 
         return Identity(**{f.name: pick(f.name) for f in fields(Identity)})
+
+    def dated(self, other: Identity) -> Identity:
+        """This person, with ``other``'s submission time and late mark (known or not).
+
+        >>> Identity("5531", late=True).dated(Identity("9", late=False)).late
+        False
+        """
+        return replace(self, timestamp=other.timestamp, late=other.late)
 
     def known(self) -> dict[str, str]:
         """The person's fields that are known, by name (what a gradebook ``Student`` row
@@ -94,17 +108,32 @@ class Member(HoldsContent):
 
 
 @dataclass
-class StudentRecord:
-    """One student of the class, as the download (and the roster) describe them."""
+class StudentFacts:
+    """What the intake says of one student, whatever holds it: the fields that a
+    :class:`StudentRecord` and the collector's ``Submission`` share.
+
+    Only ``student`` is positional; a class built on this one puts its own fields next.
+    """
 
     student: str  #: the id used in the course (nbgrader's student id); filesystem-safe
+    _: KW_ONLY
     identity: Identity = Identity()  #: who they are, when they submitted, whether late
+    problem: str | None = None  #: why nothing can be graded (status ``invalid``)
+    flags: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  #: this student's files not graded
+    missing: bool = False  #: on the roster, nothing submitted
+
+    def facts(self) -> dict[str, object]:
+        """These fields by name, each list copied: what makes another holder of them."""
+        return {f.name: copy(getattr(self, f.name)) for f in fields(StudentFacts)}
+
+
+@dataclass
+class StudentRecord(StudentFacts):
+    """One student of the class, as the download (and the roster) describe them."""
+
     display_name: str | None = None  #: the name as the download writes it
     member: Member | None = None  #: the notebook to grade
-    problem: str | None = None  #: why nothing can be graded (status ``invalid``)
-    ignored: list[str] = field(default_factory=list)  #: this student's members not graded
-    flags: list[str] = field(default_factory=list)
-    missing: bool = False  #: on the roster, nothing submitted
 
 
 @dataclass(frozen=True)
@@ -142,9 +171,7 @@ class Claim:
     member: Member
     base: str | None = None  #: the notebook's name as the student meant it; None: not a notebook
     newer: tuple = ()  #: sorts higher for a newer upload (attachment id, attempt time)
-    timestamp: datetime | None = None
-    late: bool | None = None
-    identity: Identity = Identity()
+    identity: Identity = Identity()  #: who uploaded it, when, whether late
     display_name: str | None = None
     why_ignored: str = "not a notebook"  #: said of the member when it is not graded
 
@@ -259,9 +286,9 @@ def assemble(
             del taken[student]
             continue
         chosen = choose_notebook(rec, notebooks, notebook)
-        if notebooks:  # the graded upload dates it; nothing graded: the newest upload
-            dated = chosen or max(notebooks, key=lambda c: c.newer)
-            rec.identity = replace(rec.identity, timestamp=dated.timestamp, late=dated.late)
+        # the graded upload dates it; nothing graded: the newest upload; no notebook: none
+        dated = chosen or max(notebooks, key=lambda c: c.newer, default=None)
+        rec.identity = rec.identity.dated(dated.identity if dated else Identity())
         records.append(rec)
     records.sort(key=lambda r: r.student)
     return Intake(layout, records, ignored, list(warnings))
