@@ -482,9 +482,9 @@ EXTRA_MUTANTS = {
 #: Every message of a mistake is the test's assertion, says what was expected and names the
 #: call or the answer it checked.
 MESSAGE_FORM = {
-    "an assertion of the test's": r"\AAssertionError: ",
+    "the test's AssertionError": r"\AAssertionError: ",
     "what was expected": r"expected|must|should",
-    "the call or the answer": (
+    "the call or the answer it checked": (
         r"\w+\(|answer_\w+|choice|accepted_tokens|stop_position|tokens_emitted"
     ),
 }

@@ -11,7 +11,7 @@ module, ``tests/test_<e7_N>_hidden_tests.py``, which declares what the checks re
   loses no cell (``{}``);
 * ``GRADED_PHRASES``: ``{graded function: phrases its docstring states}``;
 * ``MESSAGE_FORM`` (if the lesson's messages share one): ``{what every message of a
-  mistake says: regular expression it matches}``.
+  mistake has: regular expression it matches}``.
 
 What the contract checks: the reference solutions and every correct variant pass every
 test cell, and afterwards every graded function is the learner's own again (a callee the

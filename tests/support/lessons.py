@@ -203,15 +203,15 @@ class Lesson:
     ) -> list[str]:
         """How learner code ``bodies``, run on the test cells ``only`` (by default those of
         ``lost``), fails to lose exactly the cells of ``lost`` ({cell: words}), each with a
-        message that says its words and matches every pattern of ``form`` ({what the
-        message says: regular expression})."""
+        message that says its words and matches every pattern of ``form`` ({what every
+        message has: regular expression})."""
         failed = failing(self.run(bodies, only=set(lost) if only is None else only).outcomes)
         problems = [] if set(failed) == set(lost) else [f"lost {sorted(failed)}"]
         for gid, message in failed.items():
             if gid in lost and lost[gid] not in message:
                 problems.append(f"{gid}: {message!r} does not say {lost[gid]!r}")
             problems += [
-                f"{gid}: {message!r} does not say {what}"
+                f"{gid}: {message!r} lacks {what}"
                 for what, pattern in (form or {}).items()
                 if not re.search(pattern, message)
             ]
