@@ -16,6 +16,7 @@ from support.course import (
     CORRECT,
     FILES,
     MINI_SOURCE,
+    REPO,
     WRONG_SQUARE,
     autograded_expectations,
     job_factory,
@@ -30,7 +31,7 @@ from autograder.grading.job import grade_job
 from autograder.lab import LEARNER_CONFIG
 from autograder.release import ReleaseError, release
 
-LESSONS = assignments(FILES.parents[1])
+LESSONS = assignments(REPO)
 READ_ONLY = {"grade": False, "locked": True, "schema_version": 3, "solution": False, "task": False}
 DEMO_SOURCE = 'print("the demonstration ran")\nshown = [square(x) for x in range(4)]'
 
@@ -231,9 +232,8 @@ def test_validate_in_the_learners_lab_skips_the_cells_the_grader_skips():
     exactly the cells its source marks."""
     lab = json.loads((LEARNER_CONFIG / "nbgrader_config.json").read_text())
     assert lab == {"Execute": {"skip_cells_with_tag": DEMO_TAG}}
-    root = FILES.parents[1]
-    for source in sorted((root / "source").glob("*/*.ipynb")):
-        released = root / "release" / source.parent.name / source.name
+    for source in sorted((REPO / "source").glob("*/*.ipynb")):
+        released = REPO / "release" / source.parent.name / source.name
         marked = skipped_ids(nbformat.read(source, as_version=4).cells)
         assert marked, f"{source.name} marks no demonstration"
         tagged = {

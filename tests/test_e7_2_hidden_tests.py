@@ -1,11 +1,13 @@
 """Lesson E7.2: the hidden tests grade fairly, catch every mistake and say which one.
 
-These tests run the source notebook's test cells in this process, after learner code
-built from solution bodies (the samples' and extra mutants below), with no kernel: each
-cell is executed in one shared namespace, the way a kernel would run it.  The generic
-checks (source full marks, release zero, samples' expected scores through the real
-grader...) live in test_lessons.py, the lessons' contract in test_lesson_contracts.py
-(which reads ``GRADED_PHRASES`` here); kernel-level checks are in test_e7_2_kernel.py.
+The source notebook's test cells run here in this process (``support.lessons.Lesson``),
+after learner code built from solution bodies (the samples' and the extra mutants below),
+with no kernel: each cell is executed in one shared namespace, the way a kernel would run
+it.  Which cells each sample loses is checked through the real grader by test_lessons.py
+(``expected.json``).  This module declares what the lessons' contract checks
+(test_lesson_contracts.py: ``SAMPLE_MESSAGES``, ``EXTRA_MUTANTS``, ``GRADED_PHRASES``,
+``MESSAGE_FORM``) and checks the lesson's own rules; the hidden tests' helpers are tested in
+test_e7_2_checks.py, the kernel-level checks in test_e7_2_kernel.py.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 import textwrap
 
 import pytest
-from support.lessons import Lesson, Outcome, failing
+from support.lessons import Lesson
 
 LESSON = Lesson("e7_2_acceptance_tests", support_cells={"imports", "your_id", "your_numbers"})
 SOURCE_NB = LESSON.source_nb
@@ -31,486 +33,466 @@ SOLUTIONS = [
 ]
 
 
-def execute(bodies: dict[str, str] | None = None) -> tuple[dict[str, Outcome], dict]:
-    """The test cells' outcomes and the final namespace (see Lesson.run)."""
-    run = LESSON.run(bodies)
-    return run.outcomes, run.namespace
-
-
-def run_in_process(bodies: dict[str, str] | None = None) -> dict[str, Outcome]:
-    """The test cells' outcomes of :func:`execute`."""
-    return LESSON.run(bodies).outcomes
-
-
 def function_of(grade_id: str) -> str:
     """The solution grade_id a test cell checks (test_<solution>_<behaviour>)."""
     rest = grade_id.removeprefix("test_")
     return next(s for s in SOLUTIONS if rest.startswith(s + "_"))
 
 
-# Mutants that are not sample submissions: (grade_id, body) pairs.
-MUTANTS = {
-    "inverted-ratio-inline": {
-        "propose_and_test": """
-        token = int(rng.choice(len(q), p=q))
-        ratio = q[token] / p[token] if p[token] > 0 else 1.0
-        return token, bool(rng.random() < min(1.0, ratio))
-        """
+#: What each sample mistake's message says in each cell it loses.
+SAMPLE_MESSAGES = {
+    "mistake-by-hand-answers": {
+        "test_part1_answers_answer_1": "That is the raw target probability p",
+        "test_part1_answers_answer_2": "That is the ratio p/q without the cap at 1",
+        "test_part1_answers_answer_3": "That is the sum of max",
+        "test_check_understanding_choice": "accepting whenever the top choices agree",
     },
-    "reversed-comparison": {
-        "propose_and_test": """
-        token = int(rng.choice(len(q), p=q))
-        return token, bool(rng.random() > accept_prob(p[token], q[token]))
-        """
+    "mistake-raw-target-probability": {
+        "test_accept_prob_ratio_below_one": "That is the raw target probability p",
+        "test_accept_prob_caps_at_one": "That is the raw target probability p",
     },
-    "top-choice-heuristic": {
-        "propose_and_test": """
-        token = int(rng.choice(len(q), p=q))
-        return token, token == int(np.argmax(p))
-        """
+    "mistake-inverted-ratio": {
+        "test_accept_prob_ratio_below_one": "That is the inverted ratio q/p",
+        "test_accept_prob_caps_at_one": "or the inverted ratio q/p",
     },
-    "returns-only-the-flag": {
-        "propose_and_test": """
-        token = int(rng.choice(len(q), p=q))
-        return bool(rng.random() < accept_prob(p[token], q[token]))
-        """
+    "mistake-no-cap": {"test_accept_prob_caps_at_one": "the ratio p/q without the cap at 1"},
+    "mistake-no-input-checks": {
+        "test_accept_prob_rejects_bad_q": "expected ValueError",
+        "test_overall_acceptance_rejects_mismatched_lengths": "zip stops at the shorter one",
+        "test_empirical_acceptance_rejects_fewer_than_one_trial": "expected ValueError",
     },
-    "always-accept": {
-        "propose_and_test": """
-        return int(rng.choice(len(q), p=q)), True
-        """
+    "mistake-raw-target-probability-inline": {
+        "test_propose_and_test_acceptance_rate": "That is the raw target probability p",
+        "test_propose_and_test_always_accepts_when_p_equals_q": "with the raw target probability",
+        "test_propose_and_test_seeded": "make exactly two draws",
     },
-    "uniform-draw": {
-        "propose_and_test": """
-        token = int(rng.choice(len(q)))
-        return token, bool(rng.random() < accept_prob(p[token], q[token]))
-        """
+    "mistake-draw-from-p": {
+        "test_propose_and_test_tokens_follow_q": "That is drawing from p",
+        "test_propose_and_test_never_accepts_disjoint_supports": "drawn from p instead of q",
+        "test_propose_and_test_seeded": "make exactly two draws",
     },
-    "reseeded-in-propose": {
-        "propose_and_test": """
-        rng = np.random.default_rng(0)
-        token = int(rng.choice(len(q), p=q))
-        return token, bool(rng.random() < accept_prob(p[token], q[token]))
-        """
+    "mistake-less-or-equal": {
+        "test_propose_and_test_never_accepts_disjoint_supports": "whenever u is exactly 0",
     },
-    "fixed-seed": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        rng = np.random.default_rng(0)
-        return sum(propose_and_test(p, q, rng)[1] for _ in range(trials)) / trials
-        """
+    "mistake-global-rng": {
+        "test_propose_and_test_uses_only_rng": "changed numpy's global random state",
+        "test_propose_and_test_seeded": "make exactly two draws",
+        "test_empirical_acceptance_leaves_global_random_state": (
+            "changed numpy's global random state"
+        ),
+        "test_empirical_acceptance_seeded": "one generator",
     },
-    "unseeded": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        rng = np.random.default_rng()
-        return sum(propose_and_test(p, q, rng)[1] for _ in range(trials)) / trials
-        """
+    "mistake-count-not-fraction": {
+        gid: "That is a count instead of a fraction"
+        for gid in (
+            "test_empirical_acceptance_returns_a_fraction",
+            "test_empirical_acceptance_converges_to_overall_acceptance",
+            "test_empirical_acceptance_extremes",
+            "test_empirical_acceptance_seeded",
+        )
     },
-    "empirical-raw-inline": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        rng = np.random.default_rng(seed)
-        hits = 0
-        for _ in range(trials):
-            token = rng.choice(len(q), p=q)
-            hits += rng.random() < p[token]
-        return hits / trials
-        """
+    "mistake-reseeded-generator": {
+        "test_empirical_acceptance_converges_to_overall_acceptance": (
+            "That is a generator recreated inside the loop"
+        ),
+        "test_empirical_acceptance_seeded": "one generator",
     },
-    "empirical-mean-of-probabilities": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        return sum(min(a, b) for a, b in zip(p, q))
-        """
+    "mistake-formula-not-simulation": {
+        "test_empirical_acceptance_simulates_propose_and_test": "at the formula's value",
+        "test_empirical_acceptance_same_seed_same_result": "it ignores the seed",
+        "test_empirical_acceptance_seeded": "one generator",
     },
-    "overall-sum-of-max": {
-        "overall_acceptance": """
-        if len(p) != len(q):
-            raise ValueError("lengths differ")
-        return sum(max(a, b) for a, b in zip(p, q))
-        """
+    "mistake-coin-flip-with-formula": {
+        "test_empirical_acceptance_simulates_propose_and_test": (
+            "or a coin flip with that probability"
+        ),
+        "test_empirical_acceptance_seeded": "one generator",
     },
-    "overall-broadcasts": {
-        "overall_acceptance": """
-        return float(np.minimum(np.asarray(p), np.asarray(q)).sum())
-        """
+    "mistake-keeps-tokens-after-rejection": {
+        "test_one_pass_answers_accepted_tokens": "the drafted tokens after the first rejection",
     },
+    "mistake-forgets-target-token": {
+        "test_one_pass_answers_tokens_emitted": "That is forgetting the target's token",
+        "test_one_pass_answers_answer_e_n": "(forgetting the target's token)",
+        "test_speculative_speed_expected_tokens": "(forgetting the target's token)",
+    },
+    "mistake-k-plus-one": {
+        "test_one_pass_answers_answer_e_n": "That is k + 1",
+        "test_speculative_speed_expected_tokens": "That is k + 1",
+    },
+    "mistake-no-draft-cost": {
+        "test_one_pass_answers_answer_speed": "That is the speed without the draft cost",
+        "test_speculative_speed_tokens_per_second": "That is the speed without the draft cost",
+    },
+    "mistake-closed-form-at-a-equal-to-one": {
+        "test_speculative_speed_at_a_equal_to_one": "(1 - a**(k + 1)) / (1 - a) is 0 / 0",
+    },
+}
+
+#: Mistakes (and one correct solution) without a sample notebook, each run on every cell.
+EXTRA_MUTANTS = {
+    "inverted-ratio-inline": (
+        {
+            "propose_and_test": """
+            token = int(rng.choice(len(q), p=q))
+            ratio = q[token] / p[token] if p[token] > 0 else 1.0
+            return token, bool(rng.random() < min(1.0, ratio))
+            """
+        },
+        None,
+        {
+            "test_propose_and_test_acceptance_rate": "That is the inverted ratio q/p",
+            "test_propose_and_test_never_accepts_disjoint_supports": "expected a rejection",
+            "test_propose_and_test_seeded": "make exactly two draws",
+        },
+    ),
+    "reversed-comparison": (
+        {
+            "propose_and_test": """
+            token = int(rng.choice(len(q), p=q))
+            return token, bool(rng.random() > accept_prob(p[token], q[token]))
+            """
+        },
+        None,
+        {
+            "test_propose_and_test_acceptance_rate": "That is a reversed comparison",
+            "test_propose_and_test_always_accepts_when_p_equals_q": "every token must be accepted",
+            "test_propose_and_test_never_accepts_disjoint_supports": "expected a rejection",
+            "test_propose_and_test_seeded": "make exactly two draws",
+        },
+    ),
+    "top-choice-heuristic": (
+        {
+            "propose_and_test": """
+            token = int(rng.choice(len(q), p=q))
+            return token, token == int(np.argmax(p))
+            """
+        },
+        None,
+        {
+            "test_propose_and_test_acceptance_rate": "(rate 0), expected 0.6",
+            "test_propose_and_test_always_accepts_when_p_equals_q": "every token must be accepted",
+            "test_propose_and_test_seeded": "make exactly two draws",
+        },
+    ),
+    "returns-only-the-flag": (
+        {
+            "propose_and_test": """
+            token = int(rng.choice(len(q), p=q))
+            return bool(rng.random() < accept_prob(p[token], q[token]))
+            """
+        },
+        None,
+        # every cell of propose_and_test
+        dict.fromkeys(
+            (g for g in TEST_CELLS if g.startswith("test_propose_and_test_")),
+            "expected 2 values (token, accepted)",
+        ),
+    ),
+    "always-accept": (
+        {
+            "propose_and_test": """
+            return int(rng.choice(len(q), p=q)), True
+            """
+        },
+        None,
+        {
+            "test_propose_and_test_acceptance_rate": "(rate 1), expected 0.6",
+            "test_propose_and_test_never_accepts_disjoint_supports": (
+                "which has p[3] = 0, expected a rejection"
+            ),
+            "test_propose_and_test_seeded": "make exactly two draws",
+        },
+    ),
+    "uniform-draw": (
+        {
+            "propose_and_test": """
+            token = int(rng.choice(len(q)))
+            return token, bool(rng.random() < accept_prob(p[token], q[token]))
+            """
+        },
+        None,
+        {
+            "test_propose_and_test_tokens_follow_q": "That is drawing uniformly",
+            "test_propose_and_test_always_accepts_when_p_equals_q": "raised ValueError",
+            "test_propose_and_test_never_accepts_disjoint_supports": "raised ValueError",
+            "test_propose_and_test_seeded": "make exactly two draws",
+        },
+    ),
+    "reseeded-in-propose": (
+        {
+            "propose_and_test": """
+            rng = np.random.default_rng(0)
+            token = int(rng.choice(len(q), p=q))
+            return token, bool(rng.random() < accept_prob(p[token], q[token]))
+            """
+        },
+        None,
+        {
+            "test_propose_and_test_tokens_follow_q": "a generator that restarts on every call",
+            "test_propose_and_test_acceptance_rate": "(rate 1), expected 0.6",
+            "test_propose_and_test_uses_only_rng": "did not draw from rng",
+            "test_propose_and_test_seeded": "make exactly two draws",
+        },
+    ),
+    "fixed-seed": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            rng = np.random.default_rng(0)
+            return sum(propose_and_test(p, q, rng)[1] for _ in range(trials)) / trials
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_same_seed_same_result": "it ignores the seed",
+            "test_empirical_acceptance_seeded": "one generator",
+        },
+    ),
+    "unseeded": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            rng = np.random.default_rng()
+            return sum(propose_and_test(p, q, rng)[1] for _ in range(trials)) / trials
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_same_seed_same_result": (
+                "the same seed must give the same result"
+            ),
+            "test_empirical_acceptance_seeded": "one generator",
+        },
+    ),
+    "empirical-raw-inline": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            rng = np.random.default_rng(seed)
+            hits = 0
+            for _ in range(trials):
+                token = rng.choice(len(q), p=q)
+                hits += rng.random() < p[token]
+            return hits / trials
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_converges_to_overall_acceptance": (
+                "That is the raw target probability p"
+            ),
+            "test_empirical_acceptance_simulates_propose_and_test": (
+                "It never called propose_and_test"
+            ),
+            "test_empirical_acceptance_extremes": "expected 1.0",
+            "test_empirical_acceptance_seeded": "one generator",
+        },
+    ),
+    "empirical-mean-of-probabilities": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            return sum(min(a, b) for a, b in zip(p, q))
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_returns_a_fraction": "a whole number of accepted",
+            "test_empirical_acceptance_simulates_propose_and_test": "at the formula's value",
+            "test_empirical_acceptance_same_seed_same_result": "it ignores the seed",
+            "test_empirical_acceptance_seeded": "one generator",
+        },
+    ),
+    "overall-sum-of-max": (
+        {
+            "overall_acceptance": """
+            if len(p) != len(q):
+                raise ValueError("lengths differ")
+            return sum(max(a, b) for a, b in zip(p, q))
+            """
+        },
+        None,
+        {
+            "test_overall_acceptance_sums_min_p_q": "That is the sum of max",
+            "test_overall_acceptance_extremes": "That is the sum of max",
+        },
+    ),
+    "overall-broadcasts": (
+        {
+            "overall_acceptance": """
+            return float(np.minimum(np.asarray(p), np.asarray(q)).sum())
+            """
+        },
+        None,
+        {
+            "test_overall_acceptance_rejects_mismatched_lengths": "numpy broadcasts length 1",
+        },
+    ),
     # Not simulations: each returns (an estimate of) the formula it should check.
-    "empirical-formula-numpy": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        rng = np.random.default_rng(seed)
-        return float(np.mean(rng.random(trials) < sum(min(a, b) for a, b in zip(p, q))))
-        """
-    },
-    "empirical-binomial-of-formula": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        rng = np.random.default_rng(seed)
-        return rng.binomial(trials, overall_acceptance(p, q)) / trials
-        """
-    },
+    "empirical-formula-numpy": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            rng = np.random.default_rng(seed)
+            return float(np.mean(rng.random(trials) < sum(min(a, b) for a, b in zip(p, q))))
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_simulates_propose_and_test": "at the formula's value",
+            "test_empirical_acceptance_seeded": "one generator",
+        },
+    ),
+    "empirical-binomial-of-formula": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            rng = np.random.default_rng(seed)
+            return rng.binomial(trials, overall_acceptance(p, q)) / trials
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_simulates_propose_and_test": "at the formula's value",
+            "test_empirical_acceptance_seeded": "one generator",
+        },
+    ),
     # A simulation, but in an order the tests do not know: only the seeded cells care.
-    "empirical-tests-before-tokens": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
-        rng = np.random.default_rng(seed)
-        u = rng.random(trials)
-        tokens = rng.choice(len(q), size=trials, p=q)
-        return np.mean(u < np.minimum(1.0, p[tokens] / q[tokens]))
-        """
-    },
+    "empirical-tests-before-tokens": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+            rng = np.random.default_rng(seed)
+            u = rng.random(trials)
+            tokens = rng.choice(len(q), size=trials, p=q)
+            return np.mean(u < np.minimum(1.0, p[tokens] / q[tokens]))
+            """
+        },
+        None,
+        {
+            "test_empirical_acceptance_simulates_propose_and_test": (
+                "It never called propose_and_test"
+            ),
+            "test_empirical_acceptance_seeded": "the batched order",
+        },
+    ),
     # Correct: calls propose_and_test through a list comprehension and numpy.
-    "empirical-comprehension": {
-        "empirical_acceptance": """
-        if trials < 1:
-            raise ValueError("trials < 1")
-        rng = np.random.default_rng(seed)
-        return np.array([propose_and_test(p, q, rng)[1] for _ in range(trials)]).mean()
-        """
-    },
-    "trace-raw-target-probability": {
-        "one_pass_answers": """
-        accepted_tokens = ["the"]
-        stop_position = 2
-        tokens_emitted = 2
-        answer_e_n = 2.176
-        answer_speed = 108.8
-        answer_speedup = 1.3056
-        """
-    },
-    "trace-inverted-ratio": {
-        "one_pass_answers": """
-        accepted_tokens = []
-        stop_position = 4
-        tokens_emitted = 5
-        answer_e_n = 1 + 0.6 + 0.6**2 + 0.6**3 + 0.6**4
-        answer_speed = 2.176 / 0.016
-        answer_speedup = 136.0
-        """
-    },
-    "speed-one-draft-step": {
-        "speculative_speed": """
-        e_n = sum(a**i for i in range(k + 1))
-        speed = e_n / (t_verify + t_draft)
-        return e_n, speed, speed / t_target
-        """
-    },
-    "speed-returns-two": {
-        "speculative_speed": """
-        e_n = sum(a**i for i in range(k + 1))
-        return e_n, e_n / (t_verify + k * t_draft)
-        """
-    },
-    "accept-prob-misses-nan": {
-        "accept_prob": """
-        if q <= 0:
-            raise ValueError("q must be > 0")
-        return min(1.0, p / q)
-        """
-    },
+    "empirical-comprehension": (
+        {
+            "empirical_acceptance": """
+            if trials < 1:
+                raise ValueError("trials < 1")
+            rng = np.random.default_rng(seed)
+            return np.array([propose_and_test(p, q, rng)[1] for _ in range(trials)]).mean()
+            """
+        },
+        None,
+        {},
+    ),
+    "trace-raw-target-probability": (
+        {
+            "one_pass_answers": """
+            accepted_tokens = ["the"]
+            stop_position = 2
+            tokens_emitted = 2
+            answer_e_n = 2.176
+            answer_speed = 108.8
+            answer_speedup = 1.3056
+            """
+        },
+        None,
+        {
+            "test_one_pass_answers_accepted_tokens": "the raw target probability",
+        },
+    ),
+    "trace-inverted-ratio": (
+        {
+            "one_pass_answers": """
+            accepted_tokens = []
+            stop_position = 4
+            tokens_emitted = 5
+            answer_e_n = 1 + 0.6 + 0.6**2 + 0.6**3 + 0.6**4
+            answer_speed = 2.176 / 0.016
+            answer_speedup = 136.0
+            """
+        },
+        None,
+        {
+            "test_one_pass_answers_accepted_tokens": "That is the inverted ratio",
+            "test_one_pass_answers_stop_position": "verification stops at the first rejection",
+            "test_one_pass_answers_tokens_emitted": "That is k + 1",
+            "test_one_pass_answers_answer_e_n": "That is one term too many",
+            "test_one_pass_answers_answer_speed": "That is one draft step instead of k",
+            "test_one_pass_answers_answer_speedup": "That is the speed itself",
+        },
+    ),
+    "speed-one-draft-step": (
+        {
+            "speculative_speed": """
+            e_n = sum(a**i for i in range(k + 1))
+            speed = e_n / (t_verify + t_draft)
+            return e_n, speed, speed / t_target
+            """
+        },
+        None,
+        {
+            "test_speculative_speed_tokens_per_second": "That is one draft step instead of k",
+            "test_speculative_speed_speedup": "That is the speed divided by t_target",
+        },
+    ),
+    "speed-returns-two": (
+        {
+            "speculative_speed": """
+            e_n = sum(a**i for i in range(k + 1))
+            return e_n, e_n / (t_verify + k * t_draft)
+            """
+        },
+        None,
+        {
+            "test_speculative_speed_expected_tokens": "expected 3 values",
+            "test_speculative_speed_at_a_equal_to_one": "expected 3 values",
+            "test_speculative_speed_tokens_per_second": "expected 3 values",
+            "test_speculative_speed_speedup": "expected 3 values",
+        },
+    ),
+    "accept-prob-misses-nan": (
+        {
+            "accept_prob": """
+            if q <= 0:
+                raise ValueError("q must be > 0")
+            return min(1.0, p / q)
+            """
+        },
+        None,
+        {
+            "test_accept_prob_rejects_bad_q": "accept_prob(p=0.5, q=nan) returned 1.0",
+        },
+    ),
 }
-SAMPLE_BODIES = {name: overrides for name, overrides in LESSON.scenarios.items() if name != "blank"}
-CORRECT = [
-    *(name for name in SAMPLE_BODIES if name == "reference" or name.startswith("variant-")),
-    "empirical-comprehension",
-]
 
-
-@pytest.fixture(scope="module")
-def outcomes_by_scenario():
-    """Every sample scenario and mutant, run once for the whole module."""
-    runs = {name: run_in_process(bodies) for name, bodies in SAMPLE_BODIES.items()}
-    runs.update({name: run_in_process(bodies) for name, bodies in MUTANTS.items()})
-    return runs
-
-
-# ---------------------------------------------------------------------------
-# Fair to every correct solution
-# ---------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("scenario", CORRECT)
-def test_every_correct_variant_passes_every_test_cell(outcomes_by_scenario, scenario):
-    outcomes = outcomes_by_scenario[scenario]
-    assert set(outcomes) == set(TEST_CELLS)
-    assert not failing(outcomes), {g: outcomes[g].message for g in failing(outcomes)}
-
-
-def test_sample_scores_in_process_match_expected_json(outcomes_by_scenario):
-    """The in-process run agrees with expected.json (which the real grader checks).
-
-    Only the grader forfeits a notebook that used the reference (its integrity check);
-    in the kernel alone, Part 1 runs before the learner's import and keeps its points.
-    """
-    expected = build_samples_expected()
-    for scenario, cells in expected.items():
-        if scenario == "blank":
-            continue
-        got = {g: (POINTS[g] if o.passed else 0) for g, o in outcomes_by_scenario[scenario].items()}
-        if scenario == "mistake-imports-reference":
-            cells = {g: (POINTS[g] if g.startswith("test_part1") else 0) for g in cells}
-        assert got == cells, scenario
-
-
-def build_samples_expected() -> dict:
-    return LESSON.expected
-
-
-# ---------------------------------------------------------------------------
-# Each check catches its mistake, and its message names the mistake
-# ---------------------------------------------------------------------------
-
-CAUGHT = [
-    # (test cell, scenario or mutant, words the message must contain)
-    ("test_part1_answers_answer_1", "mistake-by-hand-answers", "raw target probability"),
-    ("test_part1_answers_answer_2", "mistake-by-hand-answers", "without the cap at 1"),
-    ("test_part1_answers_answer_3", "mistake-by-hand-answers", "sum of max"),
-    (
-        "test_check_understanding_choice",
-        "mistake-by-hand-answers",
-        "whenever the top choices agree",
+#: Every message of a mistake is the test's assertion, says what was expected and names the
+#: call or the answer it checked.
+MESSAGE_FORM = {
+    "the test's AssertionError": r"\AAssertionError: ",
+    "what was expected": r"expected|must|should",
+    "the call or the answer it checked": (
+        r"\w+\(|answer_\w+|choice|accepted_tokens|stop_position|tokens_emitted"
     ),
-    (
-        "test_accept_prob_ratio_below_one",
-        "mistake-raw-target-probability",
-        "raw target probability",
-    ),
-    ("test_accept_prob_ratio_below_one", "mistake-inverted-ratio", "inverted ratio"),
-    ("test_accept_prob_caps_at_one", "mistake-no-cap", "without the cap at 1"),
-    ("test_accept_prob_caps_at_one", "mistake-inverted-ratio", "inverted ratio"),
-    ("test_accept_prob_rejects_bad_q", "mistake-no-input-checks", "expected ValueError"),
-    ("test_accept_prob_rejects_bad_q", "accept-prob-misses-nan", "nan"),
-    ("test_overall_acceptance_sums_min_p_q", "overall-sum-of-max", "sum of max"),
-    ("test_overall_acceptance_extremes", "overall-sum-of-max", "sum of max"),
-    ("test_overall_acceptance_rejects_mismatched_lengths", "mistake-no-input-checks", "zip stops"),
-    ("test_overall_acceptance_rejects_mismatched_lengths", "overall-broadcasts", "broadcasts"),
-    # statistical checks: each fails on a mutant
-    ("test_propose_and_test_tokens_follow_q", "mistake-draw-from-p", "drawing from p"),
-    ("test_propose_and_test_tokens_follow_q", "uniform-draw", "drawing uniformly"),
-    ("test_propose_and_test_tokens_follow_q", "reseeded-in-propose", "restarts on every call"),
-    (
-        "test_propose_and_test_acceptance_rate",
-        "mistake-raw-target-probability-inline",
-        "raw target probability",
-    ),
-    ("test_propose_and_test_acceptance_rate", "inverted-ratio-inline", "inverted ratio"),
-    ("test_propose_and_test_acceptance_rate", "reversed-comparison", "reversed comparison"),
-    ("test_propose_and_test_acceptance_rate", "top-choice-heuristic", "expected"),
-    ("test_propose_and_test_acceptance_rate", "always-accept", "expected"),
-    (
-        "test_empirical_acceptance_converges_to_overall_acceptance",
-        "mistake-count-not-fraction",
-        "count instead of a fraction",
-    ),
-    (
-        "test_empirical_acceptance_converges_to_overall_acceptance",
-        "mistake-reseeded-generator",
-        "generator recreated inside the loop",
-    ),
-    (
-        "test_empirical_acceptance_converges_to_overall_acceptance",
-        "empirical-raw-inline",
-        "raw target probability",
-    ),
-    ("test_empirical_acceptance_same_seed_same_result", "fixed-seed", "ignores the seed"),
-    ("test_empirical_acceptance_same_seed_same_result", "unseeded", "same seed must give"),
-    # zero-variance checks
-    (
-        "test_propose_and_test_always_accepts_when_p_equals_q",
-        "mistake-raw-target-probability-inline",
-        "raw target probability",
-    ),
-    ("test_propose_and_test_never_accepts_disjoint_supports", "always-accept", "which has p["),
-    (
-        "test_propose_and_test_never_accepts_disjoint_supports",
-        "mistake-draw-from-p",
-        "instead of q",
-    ),
-    (
-        "test_empirical_acceptance_extremes",
-        "mistake-count-not-fraction",
-        "count instead of a fraction",
-    ),
-    (
-        "test_propose_and_test_returns_token_and_flag",
-        "returns-only-the-flag",
-        "expected 2 values (token, accepted)",
-    ),
-    # randomness and protocol
-    ("test_propose_and_test_uses_only_rng", "reseeded-in-propose", "did not draw from rng"),
-    ("test_propose_and_test_uses_only_rng", "mistake-global-rng", "global random state"),
-    (
-        "test_empirical_acceptance_leaves_global_random_state",
-        "mistake-global-rng",
-        "global random state",
-    ),
-    (
-        "test_empirical_acceptance_returns_a_fraction",
-        "mistake-count-not-fraction",
-        "count instead of a fraction",
-    ),
-    (
-        "test_empirical_acceptance_returns_a_fraction",
-        "empirical-mean-of-probabilities",
-        "whole number of accepted",
-    ),
-    (
-        "test_empirical_acceptance_rejects_fewer_than_one_trial",
-        "mistake-no-input-checks",
-        "expected ValueError",
-    ),
-    ("test_propose_and_test_seeded", "mistake-global-rng", "exactly two draws"),
-    ("test_empirical_acceptance_seeded", "mistake-global-rng", "one generator"),
-    ("test_empirical_acceptance_seeded", "empirical-tests-before-tokens", "batched order"),
-    # the simulation must simulate: propose_and_test swapped for a known stand-in
-    (
-        "test_empirical_acceptance_simulates_propose_and_test",
-        "mistake-formula-not-simulation",
-        "formula's value",
-    ),
-    (
-        "test_empirical_acceptance_simulates_propose_and_test",
-        "mistake-coin-flip-with-formula",
-        "coin flip",
-    ),
-    ("test_empirical_acceptance_simulates_propose_and_test", "empirical-formula-numpy", "formula"),
-    (
-        "test_empirical_acceptance_simulates_propose_and_test",
-        "empirical-binomial-of-formula",
-        "formula",
-    ),
-    (
-        "test_empirical_acceptance_simulates_propose_and_test",
-        "empirical-mean-of-probabilities",
-        "formula",
-    ),
-    (
-        "test_empirical_acceptance_simulates_propose_and_test",
-        "empirical-tests-before-tokens",
-        "never called propose_and_test",
-    ),
-    # <= keeps a token with p = 0 when u is exactly 0
-    (
-        "test_propose_and_test_never_accepts_disjoint_supports",
-        "mistake-less-or-equal",
-        "exactly 0",
-    ),
-    # Part 3: the trace and the speed
-    (
-        "test_one_pass_answers_accepted_tokens",
-        "mistake-keeps-tokens-after-rejection",
-        "after the first rejection",
-    ),
-    ("test_one_pass_answers_accepted_tokens", "trace-raw-target-probability", "raw target"),
-    ("test_one_pass_answers_accepted_tokens", "trace-inverted-ratio", "inverted ratio"),
-    ("test_one_pass_answers_stop_position", "trace-inverted-ratio", "first rejection"),
-    ("test_one_pass_answers_tokens_emitted", "mistake-forgets-target-token", "target's token"),
-    ("test_one_pass_answers_tokens_emitted", "trace-inverted-ratio", "k + 1"),
-    ("test_one_pass_answers_answer_e_n", "mistake-forgets-target-token", "target's token"),
-    ("test_one_pass_answers_answer_e_n", "mistake-k-plus-one", "k + 1"),
-    ("test_one_pass_answers_answer_e_n", "trace-inverted-ratio", "one term too many"),
-    ("test_one_pass_answers_answer_speed", "mistake-no-draft-cost", "without the draft cost"),
-    ("test_one_pass_answers_answer_speed", "trace-inverted-ratio", "one draft step"),
-    ("test_one_pass_answers_answer_speedup", "trace-inverted-ratio", "the speed itself"),
-    ("test_speculative_speed_expected_tokens", "mistake-forgets-target-token", "target's token"),
-    ("test_speculative_speed_expected_tokens", "mistake-k-plus-one", "k + 1"),
-    ("test_speculative_speed_at_a_equal_to_one", "mistake-closed-form-at-a-equal-to-one", "0 / 0"),
-    ("test_speculative_speed_tokens_per_second", "mistake-no-draft-cost", "without the draft cost"),
-    ("test_speculative_speed_tokens_per_second", "speed-one-draft-step", "one draft step"),
-    ("test_speculative_speed_speedup", "speed-one-draft-step", "divided by t_target"),
-    ("test_speculative_speed_speedup", "speed-returns-two", "expected 3 values"),
-]
-
-
-@pytest.mark.parametrize(
-    ("cell", "scenario", "words"), CAUGHT, ids=[f"{c}-{s}" for c, s, _ in CAUGHT]
-)
-def test_each_check_fails_on_its_mistake_and_names_it(outcomes_by_scenario, cell, scenario, words):
-    outcome = outcomes_by_scenario[scenario][cell]
-    assert not outcome.passed, f"{cell} passed on {scenario}"
-    assert words.lower() in outcome.message.lower(), outcome.message
-
-
-def test_every_test_cell_is_shown_to_fail_on_some_mistake():
-    caught = {cell for cell, _, _ in CAUGHT}
-    assert caught == set(TEST_CELLS)
-
-
-@pytest.mark.parametrize("scenario", [*SAMPLE_BODIES, *MUTANTS])
-def test_messages_say_what_was_called_and_what_was_expected(outcomes_by_scenario, scenario):
-    for gid, outcome in outcomes_by_scenario[scenario].items():
-        if outcome.passed or "reference implementation" in outcome.message:
-            continue
-        assert outcome.message.startswith("AssertionError: "), (gid, outcome.message)
-        message = outcome.message
-        # What was expected, and what came back (or was called).
-        assert re.search(r"expected|must|should", message), (gid, message)
-        assert re.search(
-            r"\w+\(|answer_\w+|choice|accepted_tokens|stop_position|tokens_emitted", message
-        ), (gid, message)
-
-
-# ---------------------------------------------------------------------------
-# No cascade, and the guard against the reference
-# ---------------------------------------------------------------------------
-
-ONE_FUNCTION_MISTAKES = {
-    "mistake-formula-not-simulation": "empirical_acceptance",
-    "mistake-coin-flip-with-formula": "empirical_acceptance",
-    "mistake-less-or-equal": "propose_and_test",
-    "mistake-closed-form-at-a-equal-to-one": "speculative_speed",
-    "speed-one-draft-step": "speculative_speed",
-    "mistake-keeps-tokens-after-rejection": "one_pass_answers",
-    "mistake-raw-target-probability": "accept_prob",
-    "mistake-inverted-ratio": "accept_prob",
-    "mistake-no-cap": "accept_prob",
-    "mistake-raw-target-probability-inline": "propose_and_test",
-    "mistake-draw-from-p": "propose_and_test",
-    "reversed-comparison": "propose_and_test",
-    "mistake-count-not-fraction": "empirical_acceptance",
-    "mistake-reseeded-generator": "empirical_acceptance",
 }
 
 
-@pytest.mark.parametrize(("scenario", "function"), ONE_FUNCTION_MISTAKES.items())
-def test_a_mistake_in_one_function_costs_points_only_in_its_own_cells(
-    outcomes_by_scenario, scenario, function
-):
-    """propose_and_test calls accept_prob and empirical_acceptance calls both, but their
-    tests substitute the reference for the callees: no cascade."""
-    failed = failing(outcomes_by_scenario[scenario])
-    assert failed
-    assert {function_of(gid) for gid in failed} == {function}
-
-
-def test_the_callees_are_the_learners_again_after_each_cell():
-    """use_reference_for_cell gives the learner's accept_prob and propose_and_test back."""
-    outcomes, ns = execute(SAMPLE_BODIES["mistake-raw-target-probability"])
-    assert not outcomes["test_accept_prob_ratio_below_one"].passed
-    assert ns["accept_prob"](0.5, 0.8) == 0.5  # the learner's (wrong) one, not the reference's
-    for name in ("accept_prob", "propose_and_test", "empirical_acceptance"):
-        assert ns[name].__module__ == "__main__", name
-
-
-def test_a_learner_who_imports_the_reference_fails_every_later_test(outcomes_by_scenario):
-    outcomes = outcomes_by_scenario["mistake-imports-reference"]
-    order = list(TEST_CELLS)
-    first_after = order.index("test_accept_prob_ratio_below_one")
-    for gid in order[first_after:]:
-        assert not outcomes[gid].passed, gid
-        assert "reference implementation" in outcomes[gid].message
-    # Part 1 is answered by hand and graded before the import ran.
-    assert all(outcomes[gid].passed for gid in order[:first_after])
+# ---------------------------------------------------------------------------
+# The guard against the reference
+# ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -694,14 +676,8 @@ def test_points_in_headings_match_the_test_cells():
         assert f"({points} points)" in heading, heading
 
 
-def test_hidden_suite_is_fast_in_process():
-    """All test cells of the reference solution take well under the grader's budget."""
-    outcomes = run_in_process()
-    assert sum(o.seconds for o in outcomes.values()) < 10
-
-
 # ---------------------------------------------------------------------------
-# Issue 14: the grading scheme as stated, the order of the cells, one set of numbers
+# The grading scheme as stated, the order of the cells, one set of numbers
 # ---------------------------------------------------------------------------
 
 #: Cells that grade the protocol (input checks, randomness only from the generator, the
@@ -722,9 +698,12 @@ def _markdown(cell_id: str) -> str:
     return " ".join(next(c for c in SOURCE_NB.cells if c.get("id") == cell_id).source.split())
 
 
-def test_the_grading_scheme_in_the_notebook_is_the_one_the_cells_implement(
-    outcomes_by_scenario,
-):
+def _points_lost(scenario: str) -> float:
+    """What sample ``scenario`` loses (``expected.json``, which the real grader checks)."""
+    return sum(POINTS[g] - points for g, points in LESSON.expected[scenario].items())
+
+
+def test_the_grading_scheme_in_the_notebook_is_the_one_the_cells_implement():
     total = sum(POINTS.values())
     protocol = sum(POINTS[g] for g in PROTOCOL)
     assert all(POINTS[g] == 1 for g in PROTOCOL)
@@ -734,7 +713,7 @@ def test_the_grading_scheme_in_the_notebook_is_the_one_the_cells_implement(
     assert f"**{total - protocol} points go to the lesson's ideas**" in text
     assert f"**{protocol} points, one per test cell, go to the protocol**" in text
     # "Accepting on the raw target probability ... costs 5 of the 6 points of accept_prob".
-    lost = sum(POINTS[g] for g in failing(outcomes_by_scenario["mistake-raw-target-probability"]))
+    lost = _points_lost("mistake-raw-target-probability")
     own = sum(p for g, p in POINTS.items() if function_of(g) == "accept_prob")
     assert f"costs {lost} of the {own} points of `accept_prob`" in text
 
@@ -750,8 +729,8 @@ def test_the_grading_scheme_in_the_notebook_is_the_one_the_cells_implement(
         ("mistake-keeps-tokens-after-rejection", 2),
     ],
 )
-def test_core_mistakes_cost_more_than_a_protocol_point(outcomes_by_scenario, scenario, points):
-    assert sum(POINTS[g] for g in failing(outcomes_by_scenario[scenario])) == points
+def test_core_mistakes_cost_more_than_a_protocol_point(scenario, points):
+    assert _points_lost(scenario) == points
 
 
 def test_the_prediction_is_asked_before_the_idea_answers_it():

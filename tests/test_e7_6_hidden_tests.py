@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import ast
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support.course import REPO
 from support.lessons import Lesson, failing
 
 #: Ungraded cells the test cells' visible parts rely on (models, roofline, the decoder).
@@ -603,7 +603,7 @@ def test_the_chapter_in_one_page_comes_just_before_the_chapter_reference():
     ids = [c.id for c in LESSON.source_nb.cells]
     assert ids.index("md-chapter") == ids.index("chapter-reference") - 1
     page = _text({"md-chapter"})
-    sources = sorted((Path(__file__).resolve().parents[1] / "source").glob("e7_*/*.ipynb"))
+    sources = sorted((REPO / "source").glob("e7_*/*.ipynb"))
     assert len(sources) == 6
     for path in sources:
         title = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0]

@@ -20,11 +20,11 @@ import ast
 import json
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from support.course import REPO
 
-SOURCE = Path(__file__).resolve().parents[1] / "source"
+SOURCE = REPO / "source"
 LESSONS = sorted(p.parent.name for p in SOURCE.glob("*/*.ipynb"))
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"

@@ -27,6 +27,7 @@ from playwright.sync_api import BrowserContext, Locator, Page, Playwright, expec
 
 from autograder.course import load_config
 from autograder.lab import lab_environment, start_lab
+from support.course import REPO
 from support.processes import end_session, free_port, wait_until_answers
 
 # Debian's Chromium headless shell: the build Playwright itself runs for headless tests, with
@@ -169,7 +170,7 @@ class LabServer:
 def learner_python() -> Path:
     """The interpreter of the learner's environment (``.venv-learner``, which ``make test``
     and ``make lab`` build with only the lessons' packages)."""
-    python = Path(__file__).resolve().parents[2] / ".venv-learner" / "bin" / "python"
+    python = REPO / ".venv-learner" / "bin" / "python"
     if not python.exists():
         raise RuntimeError(
             f"no learner environment at {python.parent.parent}: run `make test`, or "

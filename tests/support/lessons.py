@@ -30,10 +30,11 @@ API
     cell, which is what ``specdec_reference.testing.use_reference_for_cell`` needs.
 ``Run``: ``outcomes`` (``{grade_id: Outcome}``) and the final ``namespace``.
 ``Outcome``: ``passed``, ``message`` (``"AssertionError: ..."``), ``seconds``.
-``Lesson.missing_docstring_phrases(grade_id, phrases)``, ``Lesson.docstring_examples(names)``
-and ``Lesson.hidden_names_in_visible_asserts(names)``: the checks every lesson's notebook
-passes (graded behaviour stated in each docstring, doctests that hold, visible asserts
-that run without the hidden helpers).
+``Lesson.message_coverage_problems``, ``Lesson.loss_problems``,
+``Lesson.reference_import_problems``, ``Lesson.missing_docstring_phrases``,
+``Lesson.docstring_example_counts``, ``Lesson.docstring_examples`` and
+``Lesson.hidden_names_in_visible_asserts``: the checks of the contract every lesson keeps
+(``tests/test_lesson_contracts.py``).
 ``failing(outcomes) -> {grade_id: message}`` of the cells that failed.
 ``learner_cell(source_cell, body) -> str``: a solution cell with ``body`` as its solution.
 ``run_all(notebook, *, cwd) -> RunAll``: Run all in a real kernel, timed (kernel CPU
@@ -180,8 +181,8 @@ class Lesson:
         """What keeps ``messages`` ({mistake sample: {lost cell: words}}) from covering every
         sample mistake but ``exempt``, each for exactly the cells that the sample loses.
 
-        The sample that imports the reference is exempt by default: it loses every cell,
-        which :meth:`reference_import_problems` checks."""
+        The sample that imports the reference is exempt by default: it loses every cell
+        after its import, which :meth:`reference_import_problems` checks."""
         mistakes = {s for s in self.scenarios if s.startswith("mistake-")} - set(exempt)
         problems = [f"{s}: no messages given" for s in sorted(mistakes - set(messages))]
         problems += [f"{s}: not a sample mistake" for s in sorted(set(messages) - mistakes)]
@@ -192,32 +193,61 @@ class Lesson:
         ]
         return problems
 
-    def message_problems(self, scenario: str, expected: Mapping[str, str]) -> list[str]:
-        """How sample ``scenario``, run on the cells of ``expected`` ({cell: words}), fails to
-        lose exactly those cells with messages that say those words."""
-        lost = failing(self.run(self.scenarios[scenario], only=set(expected)).outcomes)
-        problems = [] if set(lost) == set(expected) else [f"lost {sorted(lost)}"]
-        problems += [
-            f"{gid}: {lost[gid]!r} does not say {words!r}"
-            for gid, words in expected.items()
-            if gid in lost and words not in lost[gid]
-        ]
+    def loss_problems(
+        self,
+        bodies: Mapping[str, str],
+        lost: Mapping[str, str],
+        *,
+        only: Collection[str] | None = None,
+        form: Mapping[str, str] | None = None,
+    ) -> list[str]:
+        """How learner code ``bodies``, run on the test cells ``only`` (by default those of
+        ``lost``), fails to lose exactly the cells of ``lost`` ({cell: words}), each with a
+        message that says its words and matches every pattern of ``form`` ({what every
+        message has: regular expression})."""
+        failed = failing(self.run(bodies, only=set(lost) if only is None else only).outcomes)
+        problems = [] if set(failed) == set(lost) else [f"lost {sorted(failed)}"]
+        for gid, message in failed.items():
+            if gid in lost and lost[gid] not in message:
+                problems.append(f"{gid}: {message!r} does not say {lost[gid]!r}")
+            problems += [
+                f"{gid}: {message!r} lacks {what}"
+                for what, pattern in (form or {}).items()
+                if not re.search(pattern, message)
+            ]
         return problems
 
     def reference_import_problems(self, scenario: str = "mistake-imports-reference") -> list[str]:
-        """How sample ``scenario``, which imports the reference, fails to lose every test cell
-        with a message that names the reference implementation."""
-        lost = failing(self.run(self.scenarios[scenario]).outcomes)
-        passed = sorted(set(self.test_cells) - set(lost))
-        problems = [f"passed: {passed}"] if passed else []
+        """How sample ``scenario``, whose learner code imports the reference, fails to lose
+        every test cell after the first solution cell that imports it, each with a message
+        that names the reference implementation.  The test cells before that one ran before
+        the import and pass (the course's grader forfeits them all the same)."""
+        bodies = self.scenarios[scenario]
+        order = [c.metadata.get("nbgrader", {}).get("grade_id") for c in self.source_nb.cells]
+        importing = [order.index(g) for g, body in bodies.items() if "specdec_reference" in body]
+        if not importing:
+            return [f"{scenario}: no solution body imports specdec_reference"]
+        after = {g for g in self.test_cells if order.index(g) > min(importing)}
+        lost = failing(self.run(bodies).outcomes)
+        problems = [] if set(lost) == after else [f"lost {sorted(lost)}, not {sorted(after)}"]
         problems += [f"{g}: {m!r}" for g, m in lost.items() if "reference implementation" not in m]
         return problems
 
+    def _docstring(self, grade_id: str) -> str:
+        """The docstring of solution cell ``grade_id``, as its source writes it."""
+        source = self.solution_cells[grade_id].source
+        return source[source.index('"""') : source.index(BEGIN)]
+
     def missing_docstring_phrases(self, grade_id: str, phrases: Collection[str]) -> list[str]:
         """The ``phrases`` that the docstring of solution cell ``grade_id`` does not state."""
-        source = self.solution_cells[grade_id].source
-        docstring = " ".join(source[source.index('"""') : source.index(BEGIN)].split())
+        docstring = " ".join(self._docstring(grade_id).split())
         return [phrase for phrase in phrases if phrase not in docstring]
+
+    def docstring_example_counts(self, names: Collection[str]) -> dict[str, int]:
+        """``{name: examples its docstring gives}`` for these graded functions, read from the
+        source (nothing runs)."""
+        parser = doctest.DocTestParser()
+        return {name: len(parser.get_examples(self._docstring(name))) for name in names}
 
     def docstring_examples(self, names: Collection[str]) -> tuple[int, int]:
         """(examples run, examples failed) of the doctests in these functions' docstrings,
