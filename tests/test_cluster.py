@@ -44,6 +44,7 @@ from support.dask_cluster import (
 
 from autograder.course import UsageError
 from autograder.grade import Harness, grade
+from autograder.grading import cluster_worker
 from autograder.grading.cluster_pool import DaskEngine
 
 pytestmark = [pytest.mark.kernel, pytest.mark.cluster]
@@ -320,3 +321,65 @@ def _a_grading_result_is_lost(client) -> bool:
     """Whether the client has heard that a grading job's finished result was lost."""
     states = [state for key, state in list(client.futures.items()) if "grade_job" in str(key)]
     return any(state.status == "lost" for state in states)
+
+
+def note_and_crash_once(notes: Path, job) -> str:
+    """A job function for workers: note the student (one line a run) and return the name;
+    ``mallory``'s first run takes its worker down instead, as a crashing submission does.
+    """
+    with open(notes, "a") as fh:
+        fh.write(f"{job.student}\n")
+    if job.student == "mallory" and notes.read_text().split().count("mallory") == 1:
+        os._exit(77)
+    return job.student
+
+
+def test_a_job_that_crashes_its_worker_cannot_take_a_finished_result_with_it(jobs, tmp_path):
+    """One worker finishes ``alice``'s job; before the run reads that result, it is given
+    ``mallory``'s, which takes it down.  ``mallory``'s job waits until ``alice``'s result
+    has been read, so ``alice`` runs once, and the crash costs ``mallory`` alone (its
+    second run, on the restarted worker, returns).
+    """
+    notes = tmp_path / "runs.txt"
+    job_fn = partial(note_and_crash_once, notes)
+    gate = threading.Event()
+    with DaskEngine.connect(cluster="local:1") as engine:
+        client = engine.client
+        # Hold the one thread in which Dask hands each finished task to the run, as a
+        # run busy elsewhere would: ``alice``'s result stays unread on the worker.
+        held = client.submit(int, 1, pure=False)
+        held.add_done_callback(lambda _: gate.wait(120))
+        held.result()
+        executor = engine.executor()
+        try:
+            alice = executor.submit(job_fn, jobs("alice"))
+            _wait_for(lambda: _grading_states(client) == ["finished"], notes)
+            mallory = executor.submit(job_fn, jobs("mallory"))
+            # Until ``mallory``'s job either waits on the worker for ``alice``'s result to
+            # be read, or has taken the worker down with that result.
+            _wait_for(
+                lambda: (
+                    client.get_events(cluster_worker.WAITING_TOPIC)
+                    or "lost" in _grading_states(client)
+                ),
+                notes,
+            )
+            gate.set()
+            assert alice.result(timeout=120) == "alice"
+            assert mallory.result(timeout=120) == "mallory"
+        finally:
+            gate.set()
+            executor.shutdown()
+    assert notes.read_text().split() == ["alice", "mallory", "mallory"]
+
+
+def _grading_states(client) -> list[str]:
+    """The status of each grading job's Dask future that the client holds."""
+    return [state.status for key, state in list(client.futures.items()) if "grade_job" in str(key)]
+
+
+def _wait_for(condition, notes: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, notes.read_text() if notes.exists() else ""
+        time.sleep(0.05)  # polling the client's view of the cluster

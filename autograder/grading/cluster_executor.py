@@ -99,14 +99,23 @@ class DaskExecutor(ClusterExecutor):
             return  # blamed or abandoned meanwhile
         fn, job = call
         name = self._engine.ship(job.spec.template)
-        task = self._client.submit(
-            run_job, fn, job, name, pure=False, key=f"grade_job-{uuid.uuid4().hex}"
-        )
+        key = cluster_worker.JOB_PREFIX + uuid.uuid4().hex
+        task = self._client.submit(run_job, fn, job, name, pure=False, key=key)
         with self._lock:
             self._tasks[out] = task
             self._owners[task.key] = out
             self._launches[out] += 1
-        task.add_done_callback(lambda task: self._settle(out, task))
+        task.add_done_callback(lambda task: self._read(out, task))
+
+    def _read(self, out: Future, task) -> None:
+        """Settle ``out`` from its finished Dask task, in a thread of its own.
+
+        Dask runs every done-callback in one thread, and reading a result that was lost
+        with its worker waits for it to be computed again: in that one thread, the wait
+        would hold up reading every other job's result, and so the workers that wait
+        for their results to be read before they start their next job.
+        """
+        threading.Thread(target=self._settle, args=(out, task), name="specdec-read").start()
 
     def _forget(self, out: Future):
         """Drop ``out``'s bookkeeping (under the lock); return its Dask task, or None."""
@@ -181,12 +190,15 @@ class DaskExecutor(ClusterExecutor):
 
         A task the scheduler gave up on (``KilledWorker``) before its job had taken down
         :data:`DEATHS_TO_BLAME` workers runs again (at most that many times more).  Runs
-        in a thread of Dask's, where fetching the outcome may wait on the client's event
+        in a thread of its own, where fetching the outcome may wait on the client's event
         loop: so never under the lock, which that loop's event handlers take.
         """
         with self._lock:
             if self._tasks.get(out) is not task:
                 return  # abandoned or blamed: run_jobs has already been told
+            # The job has finished where it started: a later death of that worker is not
+            # its doing (a result lost with it is computed again, and says when it starts).
+            self._running.pop(out, None)
         try:
             # ``result`` waits when the result was lost with its worker after the job
             # finished (the future is ``lost`` again, and the scheduler computes it anew):

@@ -19,7 +19,9 @@ source notebook, gradebook template; no shared filesystem is assumed).  Every wo
 those already running and those that join later, checks the fingerprint and refuses
 to grade (it closes, nanny included) when it differs; otherwise it unpacks the template
 into its own local directory, once per template hash.  :func:`run_job` is the task
-that grades one submission on the worker, in scratch directories local to it, and
+that grades one submission on the worker, in scratch directories local to it, once the
+client has read every result that worker finished before (so that a job that crashes
+its worker cannot take a finished job's result with it), and
 :func:`stop_blamed_job` ends a worker that has started a job the run already blamed.
 
 Dask's preload manager logs and ignores an ordinary exception from ``dask_setup``,
@@ -37,6 +39,7 @@ import platform
 import shutil
 import tarfile
 import tempfile
+import time
 import warnings
 from dataclasses import replace
 from importlib import metadata
@@ -222,21 +225,47 @@ def stop_blamed_job(keys: list[str], dask_worker) -> bool:
     os._exit(STOPPED_BLAMED)
 
 
+#: The prefix of every grading job's Dask key.
+JOB_PREFIX = "grade_job-"
+#: How often a job waiting for the results before it to be read looks again, in seconds.
+READ_POLL_SECONDS = 0.05
+#: The Dask event topic on which a worker says that a job waits for the results it holds
+#: to be read before it starts (its key, its worker's address, the unread results' keys).
+WAITING_TOPIC = "specdec-job-waiting"
+
+
+async def _unread_results(worker, key: str) -> list[str]:
+    """The grading results, other than ``key``'s, that ``worker`` holds (in its loop)."""
+    return [held for held in worker.data if str(held).startswith(JOB_PREFIX) and held != key]
+
+
 def run_job(fn, job, name: str) -> dict:
     """The Dask task: grade ``job`` with ``fn`` using this worker's copy of its template.
 
     A worker that refused the run's :class:`CourseSetup` hands the job back to the
-    scheduler (``Reschedule``), which gives it to another worker.
+    scheduler (``Reschedule``), which gives it to another worker.  The job waits until
+    the worker holds no other grading result that the client has not read yet.
     """
     worker = get_worker()
     plugin = worker.plugins.get(name)
     if not isinstance(plugin, CourseSetup) or plugin.problem:
         raise Reschedule()
+    key = worker.get_current_task()
+    # A job's result waits in its worker's memory until the instructor's client reads it,
+    # and a job that takes its worker down takes those results with it.  So a job starts
+    # only once every other grading result on this worker has been read (and released):
+    # a crash costs its own job and nothing that has finished.
+    unread = sync(worker.loop, _unread_results, worker, key)
+    if unread:
+        worker.log_event(WAITING_TOPIC, {"key": key, "worker": worker.address, "unread": unread})
+    while unread:
+        time.sleep(READ_POLL_SECONDS)
+        unread = sync(worker.loop, _unread_results, worker, key)
     # Tell the instructor's client that this worker runs the job now: if the worker dies,
     # the job was running on it, not merely waiting in its queue.  Said to the scheduler
     # and answered before the job starts: ``worker.log_event`` only queues the message, and
     # a job that takes its worker down at once would take the message with it.
-    started = {"key": worker.get_current_task(), "worker": worker.address}
+    started = {"key": key, "worker": worker.address}
     sync(worker.loop, worker.scheduler.log_event, topic=STARTED_TOPIC, msg=started)
     scratch = Path(worker.local_directory) / "specdec-jobs"
     scratch.mkdir(exist_ok=True)
