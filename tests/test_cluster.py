@@ -294,21 +294,15 @@ def test_a_result_lost_with_its_worker_before_it_is_read_is_computed_again(jobs,
     taking the lost one for an empty one.
     """
     notes = tmp_path / "runs.txt"
-    gate = threading.Event()
     with DaskEngine.connect(cluster="local:2") as engine:
         client = engine.client
-        # Dask reads each finished task's outcome in one thread of its own: hold that
-        # thread, as a run reading a slow result would, until the result is lost.
-        held = client.submit(int, 1, pure=False)
-        held.add_done_callback(lambda _: gate.wait(120))
-        held.result()
+        # Hold the thread in which Dask hands each finished task to the run, as a run
+        # reading a slow result would, until the result is lost.
+        gate = hold_callbacks(client)
         executor = engine.executor()
         try:
             out = executor.submit(partial(lose_result_once, notes), jobs("s0"))
-            deadline = time.monotonic() + 60 + RERUN_SECONDS
-            while not _a_grading_result_is_lost(client):
-                assert time.monotonic() < deadline, notes.read_text() if notes.exists() else ""
-                time.sleep(0.05)  # polling the client's view of the job's future
+            _wait_for(lambda: "lost" in _grading_states(client), notes, 60 + RERUN_SECONDS)
             gate.set()
             assert out.result(timeout=120) == "s0"
         finally:
@@ -317,10 +311,14 @@ def test_a_result_lost_with_its_worker_before_it_is_read_is_computed_again(jobs,
     assert notes.read_text().split() == ["ran", "died", "ran"]
 
 
-def _a_grading_result_is_lost(client) -> bool:
-    """Whether the client has heard that a grading job's finished result was lost."""
-    states = [state for key, state in list(client.futures.items()) if "grade_job" in str(key)]
-    return any(state.status == "lost" for state in states)
+def hold_callbacks(client) -> threading.Event:
+    """Hold the one thread in which the client runs its futures' done-callbacks (so every
+    finished job stays unread) until the returned event is set."""
+    gate = threading.Event()
+    held = client.submit(int, 1, pure=False)
+    held.add_done_callback(lambda _: gate.wait(120))
+    held.result()
+    return gate
 
 
 def note_and_crash_once(notes: Path, job) -> str:
@@ -342,14 +340,10 @@ def test_a_job_that_crashes_its_worker_cannot_take_a_finished_result_with_it(job
     """
     notes = tmp_path / "runs.txt"
     job_fn = partial(note_and_crash_once, notes)
-    gate = threading.Event()
     with DaskEngine.connect(cluster="local:1") as engine:
         client = engine.client
-        # Hold the one thread in which Dask hands each finished task to the run, as a
-        # run busy elsewhere would: ``alice``'s result stays unread on the worker.
-        held = client.submit(int, 1, pure=False)
-        held.add_done_callback(lambda _: gate.wait(120))
-        held.result()
+        # As a run busy elsewhere would: ``alice``'s result stays unread on the worker.
+        gate = hold_callbacks(client)
         executor = engine.executor()
         try:
             alice = executor.submit(job_fn, jobs("alice"))
