@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from distributed import get_worker
 from support.course import (
     CORRECT,
     REPO,
@@ -45,7 +46,9 @@ from support.dask_cluster import (
 from autograder.course import UsageError
 from autograder.grade import Harness, grade
 from autograder.grading import cluster_worker
+from autograder.grading.cluster_executor import NoWorkers
 from autograder.grading.cluster_pool import DaskEngine
+from autograder.grading.pool import run_jobs
 
 pytestmark = [pytest.mark.kernel, pytest.mark.cluster]
 SANDBOX = sandbox_available()
@@ -365,6 +368,33 @@ def test_a_job_that_crashes_its_worker_cannot_take_a_finished_result_with_it(job
             gate.set()
             executor.shutdown()
     assert notes.read_text().split() == ["alice", "mallory", "mallory"]
+
+
+def close_worker_and_nanny(job) -> str:
+    """A job function for workers: close this worker and its nanny, as a worker turned
+    away closes (so none is started again), and never return."""
+    worker = get_worker()
+    worker.loop.add_callback(worker.close, nanny=True, executor_wait=False, reason="test")
+    time.sleep(600)
+    return job.student
+
+
+def test_a_run_whose_cluster_has_no_worker_left_stops_and_says_so(jobs):
+    """The cluster's one worker closes, nanny and all, while it runs a job: the run stops
+    once the cluster has had no worker for the engine's wait, with what to do, instead
+    of running its jobs into their deadlines and then waiting for ever."""
+    with DaskEngine.connect(cluster="local:1") as engine:
+        engine.worker_wait = 5
+        with pytest.raises(NoWorkers, match=r"has had no worker for 5 s; start workers"):
+            for _ in run_jobs(
+                [jobs("s0"), jobs("s1")],
+                workers=1,
+                hard_timeout=600,
+                executor_factory=engine.executor,
+                fn=close_worker_and_nanny,
+            ):
+                pass
+        assert engine.workers() == 0
 
 
 def _grading_states(client) -> list[str]:

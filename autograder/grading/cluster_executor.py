@@ -21,6 +21,7 @@ The cluster it runs on is connected to by :mod:`autograder.grading.cluster_pool`
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import CancelledError, Future
@@ -29,6 +30,7 @@ from typing import Any, Protocol
 
 from distributed.scheduler import KilledWorker
 
+from autograder.course import UsageError
 from autograder.grading import cluster_worker
 from autograder.grading.cluster_worker import run_job
 from autograder.grading.pool import ClusterExecutor
@@ -42,12 +44,18 @@ class Cluster(Protocol):
     """What the executor needs of the cluster it runs on (a ``DaskEngine``)."""
 
     client: Any  #: the connected ``distributed.Client``
+    description: str  #: the cluster, for messages
+    worker_wait: float  #: seconds the run may go on without a worker before it stops
 
     def ship(self, template: Path) -> str:
         """Have every worker hold ``template``; the name of the plugin that holds it."""
 
     def workers(self) -> int:
         """The cluster's worker threads now."""
+
+
+class NoWorkers(UsageError):
+    """The cluster has had no worker for longer than the engine's ``worker_wait``."""
 
 
 class LostWorkers(Exception):
@@ -79,6 +87,7 @@ class DaskExecutor(ClusterExecutor):
         self._blamed: set[str] = set()  # Dask keys of blamed jobs no worker has started again
         self._stops: list[threading.Thread] = []  # stopping workers that started one anyway
         self._lock = threading.Lock()  # Dask runs done-callbacks in a thread of its own
+        self._alone_since: float | None = None  # when the cluster last lost its last worker
         self._client.subscribe_topic("all", self._on_event)
         self._client.subscribe_topic(cluster_worker.STARTED_TOPIC, self._on_started)
 
@@ -233,8 +242,25 @@ class DaskExecutor(ClusterExecutor):
             out.set_exception(outcome[1])
 
     def capacity(self) -> int:
-        """Jobs to keep in flight: one per worker thread the scheduler has now."""
-        return self._engine.workers()
+        """Jobs to keep in flight: one per worker thread the scheduler has now.
+
+        Raises :class:`NoWorkers` once the cluster has had no worker for the engine's
+        ``worker_wait``: its workers were stopped, or every restart was turned away, and
+        waiting on would only run the jobs in flight into their deadlines.
+        """
+        threads = self._engine.workers()
+        if threads:
+            self._alone_since = None
+        elif self._alone_since is None:
+            self._alone_since = time.monotonic()
+        elif time.monotonic() - self._alone_since > self._engine.worker_wait:
+            raise NoWorkers(
+                f"{self._engine.description} has had no worker for "
+                f"{self._engine.worker_wait:g} s; start workers (dask worker ADDRESS "
+                "--nthreads 1 --preload autograder.cluster), then run grade again: it grades "
+                "only what is not recorded yet"
+            )
+        return threads
 
     def lost_worker(self, exc: BaseException) -> bool:
         """Whether ``exc`` means the job's workers died running it."""

@@ -86,6 +86,8 @@ class DaskEngine:
         self.adapted: list[str] = []
         self._stack = stack
         self._plugins: dict[Path, str] = {}  # template folder -> registered plugin name
+        #: how long a run waits for a worker, at the start and whenever the cluster has none
+        self.worker_wait = WORKER_WAIT_SECONDS
 
     @classmethod
     def connect(
@@ -204,10 +206,10 @@ class DaskEngine:
 
     def _check_workers(self) -> None:
         try:
-            self.client.wait_for_workers(1, timeout=WORKER_WAIT_SECONDS)
+            self.client.wait_for_workers(1, timeout=self.worker_wait)
         except TimeoutError as exc:
             raise UsageError(
-                f"no Dask worker joined {self.description} within {WORKER_WAIT_SECONDS:g} s; "
+                f"no Dask worker joined {self.description} within {self.worker_wait:g} s; "
                 "start workers with: dask worker ADDRESS --nthreads 1 --preload autograder.cluster"
             ) from exc
         expected = cluster_worker.fingerprint()

@@ -43,7 +43,8 @@ class ClusterExecutor(Executor):
     """
 
     def capacity(self) -> int:
-        """How many jobs to keep in flight now (the cluster's worker threads)."""
+        """How many jobs to keep in flight now (the cluster's worker threads); raises a
+        ``UsageError`` when the run cannot go on (the cluster has lost every worker)."""
         raise NotImplementedError
 
     def lost_worker(self, exc: BaseException) -> bool:
