@@ -165,3 +165,15 @@ def test_a_process_that_is_gone_or_a_zombie_has_no_command_line():
         psutil.Process(child.pid).cmdline()
     child.wait()
     assert command_line(child.pid) == ""
+
+
+def test_the_checkouts_own_path_is_no_word_of_a_command(monkeypatch):
+    """A clone may live in any folder: a word in its path (``dask``, ``postgres``) does not
+    make every process started from it a Dask worker or a database server."""
+    from support import markers
+
+    monkeypatch.setattr(markers, "CHECKOUT", "/srv/dask-postgres-course")
+    plain = "/srv/dask-postgres-course/.venv/bin/python -m ruff check autograder"
+    assert markers.starts(plain, {"cluster", "postgres"}) == []
+    worker = "/srv/dask-postgres-course/.venv/bin/dask worker tcp://127.0.0.1:8786"
+    assert markers.starts(worker, {"cluster", "postgres"}) == ["cluster"]

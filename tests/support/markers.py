@@ -30,11 +30,16 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
 import pytest
 
 from autograder.sandbox.proctree import ProcessTree
+
+#: The checkout, as command lines spell it (lower case): a clone may be in any folder,
+#: ``~/dask-course`` or ``/srv/postgres-notes``, so its path is not a word of a command.
+CHECKOUT = str(Path(__file__).resolve().parents[2]).lower()
 
 MARKERS = {
     "kernel": "starts Jupyter kernels, the grading sandbox or a worker pool (slower)",
@@ -114,6 +119,19 @@ def command_line(pid: int) -> str:
     return raw.removesuffix(b"\0").replace(b"\0", b" ").decode(errors="replace").lower()
 
 
+def starts(cmdline: str, markers: set[str]) -> list[str]:
+    """Which of ``markers`` a process with this (lower-case) command line needs: its words
+    outside the checkout's own path name what it is.
+
+    >>> sorted(starts(CHECKOUT + "/.venv/bin/python -m ipykernel_launcher", {"kernel", "cluster"}))
+    ['kernel']
+    >>> starts("/srv/dask-course/.venv/bin/dask worker tcp://127.0.0.1:1", {"cluster"})
+    ['cluster']
+    """
+    words = cmdline.replace(CHECKOUT, " ")
+    return [m for m in sorted(markers) if any(word in words for word in COMMAND_WORDS[m])]
+
+
 @dataclass
 class _Watcher:
     """Looks at this process's descendants for what ``missing`` names, until stopped.
@@ -148,13 +166,12 @@ class _Watcher:
             if (pid, cmdline) in self._seen or not cmdline or cmdline == self._own:  # "": gone
                 continue
             self._seen.add((pid, cmdline))
-            for marker in self.missing:
-                if any(word in cmdline for word in COMMAND_WORDS[marker]):
-                    self.found.append(message(marker, f"`{cmdline[:120]}`"))
-                    try:
-                        psutil.Process(pid).kill()
-                    except psutil.Error:
-                        pass
+            for marker in starts(cmdline, self.missing):
+                self.found.append(message(marker, f"`{cmdline[:120]}`"))
+                try:
+                    psutil.Process(pid).kill()
+                except psutil.Error:
+                    pass
 
     def stop(self) -> list[str]:
         self._stop.set()
