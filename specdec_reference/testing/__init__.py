@@ -51,7 +51,15 @@ correct solution fails with probability below the stated bound.
 
 from .calls import call_or_fail, check_raises
 from .compare import check_close, check_equal
-from .convert import as_bool, as_float, as_int, describe_call, require_defined, unpack
+from .convert import (
+    as_bool,
+    as_float,
+    as_int,
+    chosen_letter,
+    describe_call,
+    require_defined,
+    unpack,
+)
 from .guard import PRELOADED_KEY, REFERENCE_PACKAGE, assert_no_reference, reference_guard
 from .isolation import global_random_state_preserved, use_reference, use_reference_for_cell
 from .statistics import (
@@ -75,6 +83,7 @@ __all__ = [
     "check_raises",
     "check_rate",
     "check_rates_by_category",
+    "chosen_letter",
     "describe_call",
     "global_random_state_preserved",
     "hoeffding_tolerance",

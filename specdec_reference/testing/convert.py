@@ -170,3 +170,24 @@ def require_defined(namespace: Mapping[str, Any], name: str, where: str = "") ->
         place = where or "the cell that defines it"
         raise AssertionError(f"{name} is not defined: run {place} after filling it in.")
     return namespace[name]
+
+
+def chosen_letter(namespace: Mapping[str, Any], letters: str) -> str:
+    """The letter (upper case) that ``choice`` in the *Check your understanding* cell
+    names; fail unless it is one of ``letters``.
+
+    Examples
+    --------
+    >>> chosen_letter({"choice": " b"}, "ABC")
+    'B'
+    >>> chosen_letter({"choice": "E"}, "ABCD")
+    Traceback (most recent call last):
+    ...
+    AssertionError: choice is 'E', expected "A", "B", "C" or "D".
+    """
+    value = require_defined(namespace, "choice", "the Check your understanding cell")
+    got = str(value).strip().upper()
+    if got not in letters or len(got) != 1:
+        *others, last = (f'"{letter}"' for letter in letters)
+        raise AssertionError(f"choice is {value!r}, expected {', '.join(others)} or {last}.")
+    return got

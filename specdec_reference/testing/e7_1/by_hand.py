@@ -145,11 +145,8 @@ def choice_kinds(numbers: Mapping[str, Any]) -> dict[str, str]:
 def check_choice(namespace: Mapping[str, Any], numbers: Mapping[str, Any]) -> None:
     """Fail unless ``choice`` is the letter of the smallest compute-bound k among the
     learner's options, naming the mistake behind a wrong letter."""
-    value = checks.require_defined(namespace, "choice", "the Check your understanding cell")
     kinds = choice_kinds(numbers)
-    got = str(value).strip().upper()
-    if got not in kinds:
-        raise AssertionError(f'choice is {value!r}, expected "A", "B", "C" or "D".')
+    got = checks.chosen_letter(namespace, "".join(kinds))
     want = next(letter for letter, kind in kinds.items() if kind == "right")
     if got == want:
         return
