@@ -151,11 +151,8 @@ def test_the_cell_and_the_grader_derive_the_same_row_for_every_id():
     nb = released()
     seen = set()
     for student in IDS:
-        ns = {"MY_STUDENT_ID": student}
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source, ns)
         want = variants.graded_numbers(ASSIGNMENT, KEY, student)
-        assert ns["MY_NUMBERS"] == want, student
+        assert cell_numbers(nb, student) == want, student
         seen.add(want["variant"])
     assert seen == set(range(1, len(SPACE.rows)))  # row 0 only without a key
     moved = sum(SPACE.index(KEY, s) != SPACE.index(KEY + "-next", s) for s in IDS)
@@ -169,6 +166,21 @@ def test_the_cell_and_the_grader_derive_the_same_row_for_every_id():
         variants.variant_index("k", ASSIGNMENT, " Alice", 8)
         == 1 + int.from_bytes(digest[:8], "big") % 7
     )
+
+
+def learners_and_classmates(nb, assignment: str) -> list[tuple[str, dict, str, dict]]:
+    """``(student, their numbers, a classmate, the classmate's numbers)`` for each of the
+    200 ids, the classmate the next id; first checks that the release's *Your numbers*
+    cell and the grader derive the same row for every id, and that every keyed row of
+    ``assignment``'s table is someone's."""
+    space = variants.SPACES[assignment]
+    numbers = {student: space.numbers(KEY, student) for student in IDS}
+    for student, mine in numbers.items():
+        graded_row = variants.graded_numbers(assignment, KEY, student)
+        assert cell_numbers(nb, student) == mine == graded_row, student
+    assert {mine["variant"] for mine in numbers.values()} == set(range(1, len(space.rows)))
+    classmates = IDS[1:] + IDS[:1]
+    return [(s, numbers[s], c, numbers[c]) for s, c in zip(IDS, classmates, strict=True)]
 
 
 def cell_numbers(nb, student: str) -> dict:
@@ -287,10 +299,7 @@ def test_every_variants_hand_worked_answers_pass_and_a_classmates_fail():
     alice, bob = by_row[1], by_row[2]  # rows whose answers differ but for answer_2
     copied = e7_2_hand_worked(row_of(bob))
     # Alice types Bob's id: her cell shows Bob's numbers...
-    ns = {"MY_STUDENT_ID": bob}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(nb.cells[[c.get("id") for c in nb.cells].index("your_numbers")].source, ns)
-    assert ns["MY_NUMBERS"] == row_of(bob)
+    assert cell_numbers(nb, bob) == row_of(bob)
     # ...and, to be sure, she also claims Bob's id every way a notebook can.
     forged = copy.deepcopy(copied)
     forged["part1_answers"] += (
@@ -365,13 +374,7 @@ def test_e7_3_grades_200_learners_against_their_own_numbers():
     marks and the blank release zero on Part 1; answers worked by hand from one's own
     numbers pass, and from a classmate's lose each answer that differs."""
     nb = released(E7_3_SOURCE)
-    space = variants.SPACES[E7_3]
-    rows = set()
-    for n, student in enumerate(IDS):
-        mine = space.numbers(KEY, student)
-        assert cell_numbers(nb, student) == mine == variants.graded_numbers(E7_3, KEY, student)
-        rows.add(mine["variant"])
-
+    for student, mine, classmate, theirs in learners_and_classmates(nb, E7_3):
         graded_nb = graded(nb, student)
         run = functools.partial(
             run_by_hand, graded_nb, by_hand=("part1_answers",), tests=E7_3_TESTS
@@ -380,8 +383,6 @@ def test_e7_3_grades_200_learners_against_their_own_numbers():
         assert not any(run().values()), student
         assert all(run({"part1_answers": STUB}).values()), student
         assert not any(run(e7_3_hand_worked(mine)).values()), student
-        classmate = IDS[(n + 1) % len(IDS)]
-        theirs = space.numbers(KEY, classmate)
         lost = {g for g, m in run(e7_3_hand_worked(theirs), typed=classmate).items() if m}
         differ = {
             "test_part1_answers_brute_force": e7_3_hand_worked(theirs)["part1_answers"].split()[2]
@@ -389,7 +390,6 @@ def test_e7_3_grades_200_learners_against_their_own_numbers():
             "test_part1_answers_max_tokens": theirs["k"] != mine["k"],
         }
         assert lost == {g for g, d in differ.items() if d}, (student, classmate)
-    assert rows == set(range(1, len(space.rows)))
 
 
 E7_1 = "e7_1_why_decoding_is_slow"
@@ -459,13 +459,7 @@ def test_e7_1_grades_200_learners_against_their_own_numbers():
     from specdec_reference.testing.e7_1 import part1_answers
 
     nb = released(E7_1_SOURCE)
-    space = variants.SPACES[E7_1]
-    rows = set()
-    for n, student in enumerate(IDS):
-        mine = space.numbers(KEY, student)
-        assert cell_numbers(nb, student) == mine == variants.graded_numbers(E7_1, KEY, student)
-        rows.add(mine["variant"])
-
+    for student, mine, classmate, theirs in learners_and_classmates(nb, E7_1):
         run = functools.partial(
             run_by_hand, graded(nb, student), by_hand=E7_1_BY_HAND, tests=E7_1_TESTS
         )
@@ -473,8 +467,6 @@ def test_e7_1_grades_200_learners_against_their_own_numbers():
         assert all(run(dict.fromkeys(E7_1_BY_HAND, STUB)).values()), student
         own = e7_1_hand_worked(mine)
         assert not any(run(own).values()), student
-        classmate = IDS[(n + 1) % len(IDS)]
-        theirs = space.numbers(KEY, classmate)
         copied = e7_1_hand_worked(theirs)
         lost = {g for g, m in run(copied, typed=classmate).items() if m}
         a, b = part1_answers(mine), part1_answers(theirs)
@@ -489,7 +481,6 @@ def test_e7_1_grades_200_learners_against_their_own_numbers():
             != copied["check_understanding"],
         }
         assert lost == {g for g, d in differ.items() if d}, (student, classmate)
-    assert rows == set(range(1, len(space.rows)))
 
 
 def test_e7_1s_feedback_and_report_show_the_learners_numbers():
