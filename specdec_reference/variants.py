@@ -94,17 +94,17 @@ def _e7_1_row(part1, understanding) -> dict[str, Any]:
     card = next(h for h in specs.HARDWARE if h["name"] == cu_hardware)
     ridge = roofline.ridge_batch(specs.LLAMA2_7B, card)
     weights_k = max(1, -(-ridge // sequences) - 1)
+    right_k = _e7_1_smallest_k(card, sequences, seq_len)
     offers = {
         "weights": (
             weights_k,
             f"{weights_k}, since {sequences} x {weights_k + 1} = {sequences * (weights_k + 1)} "
             f"positions pass the ridge batch of {ridge}",
         ),
-        "right": (_e7_1_smallest_k(card, sequences, seq_len), None),
+        "right": (right_k, str(right_k)),
         "ridge": (ridge - 1, f"{ridge - 1}, the ridge batch less one"),
         "none": (None, "none: a pass that reads every cache is memory-bound whatever k is"),
     }
-    offers["right"] = (offers["right"][0], str(offers["right"][0]))
     letters = list(zip("ABCD", options.split(), strict=True))
     return {
         "model": model, "hardware": hardware, "k": k,
